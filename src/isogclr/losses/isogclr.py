@@ -1,0 +1,105 @@
+"""iSogCLR: the robust global contrastive objective with individualized temperatures (Qiu et al., ICML 2023)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch import nn
+
+from .conventions import LogMovingAverage, MovingAverageConventions, check_index
+from .registry import register_loss
+from .two_views import full_precision, masked_logsumexp, two_view_batch
+
+
+@register_loss("isogclr")
+class ISogCLRLoss(nn.Module):
+    r"""Unimodal iSogCLR (Algorithm 1 of the iSogCLR paper), in log space.
+
+    Objective (RGCO, the dual form of RGCL, eqs. 7-8), with both views of x_i as anchors:
+
+    .. math::
+        F(w, \tau) = \frac{1}{n}\sum_i \tau_i \log g_i(w, \tau_i) + \tau_i \rho, \qquad
+        g_i = \frac{1}{2|N_i|}\sum_{a=1,2}\sum_{z \in N_i} \exp(h_{ia}(z)/\tau_i),
+
+    with h_{ia}(z) = z_a^T z - z_a^T z_{a+} (eq. 3) and N_i the 2B - 2 views of the
+    other samples (eq. 11), tau_i in [tau_min, tau_max].
+
+    Per step, for each i in the batch (Algorithm 1):
+
+    * s_i <- (1 - beta0) s_i + beta0 g_i (eq. 12), stored as log s_i;
+    * G(tau_i) = (tau_i / s_i) d g_i / d tau_i + log s_i + rho (eq. 13; its 1/n is
+      absorbed in eta, see :mod:`.conventions`);
+    * u_i <- (1 - beta1) u_i + beta1 G(tau_i);  tau_i <- clip(tau_i - eta u_i, tau_min, tau_max);
+    * the returned scalar has gradient 1/B sum_i (tau_i / s_i) grad_w g_i (eq. 14), with the
+      temperatures of this step (before their update). Its value is the batch estimate of F.
+
+    State: log s, u, tau, 12 bytes per sample (``loss.tau`` is readable, shape (n,)).
+
+    Args:
+        num_samples: dataset size n.
+        rho: radius of the KL ball of RGCL (eq. 6).
+        tau_init, tau_min, tau_max: initial value and bounds of every tau_i (tau_min is tau_0).
+        beta0: moving-average weight of s (eq. 12).
+        beta1: momentum of the temperature update (Algorithm 1, step 8).
+        eta: step size of the temperature update (Algorithm 1, step 9).
+        conventions: which s_i the gradients use and what a first visit does.
+        tau_grad_clip: clip G(tau_i) to [-c, c] (off by default; the official code uses 3.0).
+        positive_weight: ``"exact"`` (the gradient of tau_i log g_i) or ``"one"`` (official code).
+    """
+
+    def __init__(self, num_samples: int, rho: float = 0.3, tau_init: float = 0.7, tau_min: float = 0.05,
+                 tau_max: float = 1.0, beta0: float = 0.9, beta1: float = 0.9, eta: float = 0.01,
+                 conventions: MovingAverageConventions | None = None, tau_grad_clip: float | None = None,
+                 positive_weight: Literal["exact", "one"] = "exact") -> None:
+        super().__init__()
+        if not 0 < tau_min <= tau_init <= tau_max:
+            raise ValueError(f"need 0 < tau_min <= tau_init <= tau_max, got {tau_min}, {tau_init}, {tau_max}")
+        if rho < 0:
+            raise ValueError(f"rho must be >= 0, got {rho}")
+        if not 0 < beta1 <= 1 or eta < 0:
+            raise ValueError(f"need 0 < beta1 <= 1 and eta >= 0, got beta1={beta1}, eta={eta}")
+        if positive_weight not in ("exact", "one"):
+            raise ValueError(f"positive_weight must be 'exact' or 'one', got {positive_weight!r}")
+        self.num_samples = int(num_samples)
+        self.rho, self.tau_min, self.tau_max = float(rho), float(tau_min), float(tau_max)
+        self.beta1, self.eta = float(beta1), float(eta)
+        self.tau_grad_clip = tau_grad_clip
+        self.positive_weight = positive_weight
+        self.s = LogMovingAverage(num_samples, beta0, conventions=conventions)
+        self.register_buffer("tau", torch.full((num_samples,), float(tau_init)))
+        self.register_buffer("tau_momentum", torch.zeros(num_samples))
+
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        check_index(index, self.num_samples, len(z1))
+        with full_precision(z1.device):
+            batch = two_view_batch(z1, z2)
+            b, log_m = batch.batch_size, math.log(batch.num_negatives)
+            tau = self.tau[index].to(batch.sim.dtype)  # (B,)
+            tau_rows = tau.repeat(2)[:, None]  # (2B, 1)
+            hardness = batch.sim - batch.pos[:, None]  # h_ia(z), eq. 3
+            scaled = (hardness / tau_rows).masked_fill(~batch.neg_mask, 0.0)  # h / tau_i on negatives
+            log_g_rows = masked_logsumexp(scaled, batch.neg_mask) - log_m  # (2B,) per anchor view
+            log_g = torch.logsumexp(torch.stack([log_g_rows[:b], log_g_rows[b:]]), dim=0) - math.log(2)  # (B,)
+            log_s = self.s.update(index, log_g[:, None])[:, 0]
+            # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|)
+            weights = torch.exp(scaled - log_m - log_s.repeat(2)[:, None]).masked_fill(~batch.neg_mask, 0.0).detach()
+            pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.ones_like(batch.pos)
+            surrogate = ((weights * batch.sim).sum(1) - pos_weight * batch.pos).mean()
+            self._update_temperatures(index, weights, scaled.detach(), log_s, tau)
+            value = (tau * (log_g + self.rho)).mean()
+            return surrogate - surrogate.detach() + value.detach()
+
+    @torch.no_grad()
+    def _update_temperatures(self, index: torch.Tensor, weights: torch.Tensor, scaled: torch.Tensor,
+                             log_s: torch.Tensor, tau: torch.Tensor) -> None:
+        b = len(index)
+        # (tau_i / s_i) dg_i/dtau_i = -1/2 sum_{a,z} w_iaz h_iaz / tau_i
+        row_term = (weights * scaled).sum(1)
+        grad = -0.5 * (row_term[:b] + row_term[b:]) + log_s + self.rho
+        if self.tau_grad_clip is not None:
+            grad = grad.clamp(-self.tau_grad_clip, self.tau_grad_clip)
+        momentum = (1 - self.beta1) * self.tau_momentum[index].to(grad.dtype) + self.beta1 * grad
+        self.tau_momentum[index] = momentum.to(self.tau_momentum.dtype)
+        self.tau[index] = (tau - self.eta * momentum).clamp(self.tau_min, self.tau_max).to(self.tau.dtype)
