@@ -4,21 +4,63 @@ Unimodal losses are called as ``loss_fn(z1, z2, index)`` with two views' L2-norm
 features (B, d) and the samples' dataset indices (B,); they return a scalar whose
 gradient is the paper's estimator. Conventions left open by the papers are settled in
 :mod:`isogclr.losses.conventions`.
+
+Bimodal losses are called as ``loss_fn(image_features, text_features, index)``.
+Every loss class has ``expects_normalized``: False only for Barlow Twins and VICReg,
+which take the projector output as it is. The equations, states and conventions of
+every method are documented in ``docs/losses.md``.
 """
 
+from .barlow_twins import BarlowTwinsLoss
+from .clip import CLIPLoss
+from .clip_individual_tau import CLIPIndividualTauLoss
 from .conventions import LogMovingAverage, MovingAverageConventions
+from .cyclip import CyCLIPLoss
+from .emc2 import EMC2Loss
+from .flatclr import FlatCLRLoss
 from .isogclr import ISogCLRLoss
+from .isogclr_bimodal import ISogCLRBimodalLoss
+from .negcache import NegativeCacheLoss
 from .registry import LOSSES, build_loss, register_loss
 from .simclr import SimCLRLoss
+from .simco import SimCoLoss
+from .simo import SiMoLoss
 from .sogclr import SogCLRLoss
+from .sogclr_bimodal import SogCLRBimodalLoss
+from .spectral import SpectralContrastiveLoss
+from .tau_simclr import TaUSimCLRLoss
+from .vicreg import VICRegLoss
+
+for _cls in (SimCLRLoss, SogCLRLoss, ISogCLRLoss):  # the foundation losses take normalized features
+    _cls.expects_normalized = True
+
+UNIMODAL_LOSSES = ("simclr", "sogclr", "isogclr", "flatclr", "simco", "spectral", "barlow_twins", "vicreg",
+                   "tau_simclr", "simo", "emc2", "negcache")
+BIMODAL_LOSSES = ("clip", "cyclip", "sogclr_bimodal", "isogclr_bimodal", "clip_individual_tau")
 
 __all__ = [
+    "BIMODAL_LOSSES",
     "LOSSES",
+    "UNIMODAL_LOSSES",
+    "BarlowTwinsLoss",
+    "CLIPIndividualTauLoss",
+    "CLIPLoss",
+    "CyCLIPLoss",
+    "EMC2Loss",
+    "FlatCLRLoss",
+    "ISogCLRBimodalLoss",
     "ISogCLRLoss",
     "LogMovingAverage",
     "MovingAverageConventions",
+    "NegativeCacheLoss",
+    "SiMoLoss",
     "SimCLRLoss",
+    "SimCoLoss",
+    "SogCLRBimodalLoss",
     "SogCLRLoss",
+    "SpectralContrastiveLoss",
+    "TaUSimCLRLoss",
+    "VICRegLoss",
     "build_loss",
     "register_loss",
 ]

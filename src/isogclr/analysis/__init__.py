@@ -1,0 +1,1 @@
+"""Analyses and report tables built from finished runs."""

@@ -1,0 +1,74 @@
+"""Report tables: our runs' metrics, aggregated over seeds, beside the paper's numbers."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from ..train.checkpoint import save_text
+
+# Our dataset -> the paper's dataset it stands in for (same role: balanced / long-tailed, 10 / 100 classes)
+PAPER_COUNTERPART = {
+    "synth10": "CIFAR10", "synth10_lt": "CIFAR10-LT", "synth100": "CIFAR100", "synth100_lt": "CIFAR100-LT",
+    "cifar10": "CIFAR10", "cifar10_lt": "CIFAR10-LT", "cifar100": "CIFAR100", "cifar100_lt": "CIFAR100-LT",
+    "imagenet100": "ImageNet100", "inaturalist": "iNaturalist",
+}
+
+
+def paper_numbers(name: str) -> pd.DataFrame:
+    """A table transcribed from a paper, shipped as ``isogclr/analysis/paper/<name>.csv``."""
+    with resources.files("isogclr.analysis").joinpath("paper", f"{name}.csv").open() as f:
+        return pd.read_csv(f, comment="#")
+
+
+def collect_runs(runs_dir: Path | str, methods: list[str], datasets: list[str], seeds: list[int],
+                 metric: str = "top1") -> pd.DataFrame:
+    """One row per (method, dataset, seed) with ``metric`` from ``runs/<run-id>/metrics.json``.
+
+    A missing run is an error, not a blank cell: a table must come from runs.
+    """
+    from ..config import run_id
+
+    rows = []
+    for m in methods:
+        for d in datasets:
+            for s in seeds:
+                path = Path(runs_dir) / run_id(m, d, s) / "metrics.json"
+                if not path.exists():
+                    raise FileNotFoundError(f"{path} is missing: run `dvc repro` (or `python -m isogclr train "
+                                            f"--method {m} --dataset {d} --seed {s}`)")
+                rows.append({"method": m, "dataset": d, "seed": s, metric: json.loads(path.read_text())[metric]})
+    return pd.DataFrame(rows)
+
+
+def mean_std(runs: pd.DataFrame, metric: str = "top1") -> pd.DataFrame:
+    """Mean and (sample) std over seeds per method and dataset; std is 0 for a single seed."""
+    grouped = runs.groupby(["method", "dataset"], sort=False)[metric]
+    out = grouped.agg(mean="mean", std="std", seeds="count").reset_index()
+    out["std"] = out["std"].fillna(0.0)
+    return out
+
+
+def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Rows: methods. Per dataset: our mean +- std and the paper's number on its counterpart dataset."""
+    table = pd.DataFrame(index=pd.Index(ours["method"].unique(), name="method"))
+    for dataset in ours["dataset"].unique():
+        counterpart = PAPER_COUNTERPART.get(dataset)
+        mine = ours[ours["dataset"] == dataset].set_index("method")
+        table[f"ours {dataset}"] = [f"{r['mean']:.2f} ± {r['std']:.2f}" for _, r in mine.loc[table.index].iterrows()]
+        if counterpart is not None:
+            theirs = paper[paper["dataset"] == counterpart].set_index("method")
+            table[f"paper {counterpart}"] = [
+                f"{theirs.loc[m, 'mean']:.2f} ± {theirs.loc[m, 'std']:.2f}" if m in theirs.index else "n/a"
+                for m in table.index]
+    return table
+
+
+def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:
+    """``<stem>.md`` (caption + markdown table) and ``<stem>.csv``, written atomically."""
+    stem = Path(stem)
+    save_text(f"{caption}\n\n{table.to_markdown()}\n", stem.with_suffix(".md"))
+    save_text(table.to_csv(), stem.with_suffix(".csv"))

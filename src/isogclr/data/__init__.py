@@ -1,0 +1,6 @@
+"""Datasets by name (``load_dataset``), the generated synthetic family, and batched augmentations."""
+
+from . import synthetic  # noqa: F401  (registers synth10, synth10_lt, synth100, synth100_lt)
+from .base import DATASETS, ImageData, IndexedImageDataset, load_dataset, long_tailed_positions, register_dataset
+
+__all__ = ["DATASETS", "ImageData", "IndexedImageDataset", "load_dataset", "long_tailed_positions", "register_dataset"]

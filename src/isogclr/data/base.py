@@ -1,0 +1,115 @@
+"""In-memory image datasets that return each sample's dataset index, and a registry of them by name.
+
+Per-sample state (s_i, u_i, tau_i) is indexed by the position of a sample in the
+training split, so every dataset returns ``(image, label, index)``; a subset (such as
+a long-tailed one) keeps ``source_index``, its positions in the full split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+
+@dataclass
+class ImageData:
+    """A split held in memory: uint8 images (N, 3, H, W), labels and metadata per sample."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    class_names: list[str]
+    source_index: torch.Tensor
+    superclass: torch.Tensor | None = None
+    superclass_names: list[str] | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.images)
+        if self.images.dtype != torch.uint8 or self.images.dim() != 4 or self.images.shape[1] not in (1, 3):
+            raise ValueError(f"images must be uint8 (N, C, H, W) with C in (1, 3), got {self.images.dtype} "
+                             f"{tuple(self.images.shape)}")
+        if len(self.labels) != n or len(self.source_index) != n:
+            raise ValueError("images, labels and source_index must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    def subset(self, positions: Sequence[int] | np.ndarray | torch.Tensor) -> ImageData:
+        idx = torch.as_tensor(np.asarray(positions), dtype=torch.long)
+        return ImageData(
+            images=self.images[idx], labels=self.labels[idx], class_names=self.class_names,
+            source_index=self.source_index[idx],
+            superclass=None if self.superclass is None else self.superclass[idx],
+            superclass_names=self.superclass_names,
+            extra={k: v[idx.numpy()] for k, v in self.extra.items()},
+        )
+
+
+class IndexedImageDataset(Dataset):
+    """``dataset[i] -> (image uint8 (C, H, W), label, i)``; batched access through ``__getitems__``."""
+
+    def __init__(self, data: ImageData) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int, int]:
+        return self.data.images[i], int(self.data.labels[i]), i
+
+    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        idx = torch.as_tensor(indices, dtype=torch.long)
+        return self.data.images[idx], self.data.labels[idx], idx
+
+
+def collate_batch(batch):
+    """DataLoader collate for ``__getitems__`` batches (already stacked)."""
+    return batch
+
+
+def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) -> np.ndarray:
+    """Exponential profile of Cao et al. (2019): class c keeps int(n_max * (1/ratio)^(c/(C-1))) samples.
+
+    Classes are ordered by id (class 0 is the head); within a class the first samples in
+    split order are kept, so the subset is deterministic and nested across ratios.
+    """
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    n_max = int(np.bincount(labels).max())
+    keep = []
+    for rank, c in enumerate(classes):
+        n_c = int(n_max * (1.0 / imbalance_ratio) ** (rank / max(len(classes) - 1, 1)))
+        keep.append(np.flatnonzero(labels == c)[:n_c])
+    return np.sort(np.concatenate(keep))
+
+
+Loader = Callable[[Path, str], ImageData]
+DATASETS: dict[str, Loader] = {}
+
+
+def register_dataset(name: str) -> Callable[[Loader], Loader]:
+    def decorate(fn: Loader) -> Loader:
+        if name in DATASETS:
+            raise ValueError(f"dataset name {name!r} is registered twice")
+        DATASETS[name] = fn
+        return fn
+
+    return decorate
+
+
+def load_dataset(name: str, root: Path | str, split: str) -> ImageData:
+    """Load split ``"train"`` or ``"test"`` of the dataset registered as ``name`` from ``root``."""
+    if name not in DATASETS:
+        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}")
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    return DATASETS[name](Path(root), split)

@@ -1,0 +1,201 @@
+"""Procedurally generated images with a known semantic hierarchy (no download).
+
+Like CIFAR-100: 20 superclasses of 5 fine classes. A superclass fixes the object's
+outline (3 to 7 lobes) and style (filled, ring, donut, pair); its 5 fine classes share
+that outline and differ by the texture drawn inside it (plain, vertical stripes,
+horizontal stripes, checker, concentric rings). Colour, size, position, rotation and
+background are nuisances drawn at random for every image, so a linear probe on
+colour-sensitive random features does poorly while an encoder trained with colour
+augmentation can do well. Every image's attributes are kept for captions and analyses.
+
+The 10-class variant takes the plain-texture class of 10 superclasses chosen to stay distinct at
+16x16 pixels (3-, 4- and 5-lobed blobs and pairs, 3- and 4-lobed rings and donuts).
+Generation is deterministic in ``seed`` (numpy PCG64), vectorised, and chunked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .base import ImageData, long_tailed_positions, register_dataset
+
+LOBES = ["trefoil", "quatrefoil", "cinquefoil", "sexfoil", "septfoil"]
+STYLES = ["blob", "ring", "donut", "pair"]
+TEXTURES = ["plain", "vstriped", "hstriped", "checkered", "ringed"]
+NUM_SUPERCLASSES = len(LOBES) * len(STYLES)  # 20
+FINE_PER_SUPERCLASS = len(TEXTURES)  # 5
+TEN_CLASS_SUPERCLASSES = (0, 1, 2, 5, 6, 10, 11, 15, 16, 17)
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """What to generate; every field is a key under ``data.synthetic`` in params.yaml.
+
+    ``per_class`` maps a variant (10 or 100 classes) to its (train, test) images per class;
+    each variant is written to its own folder ``c10/`` or ``c100/``.
+    """
+
+    seed: int = 0
+    image_size: int = 32
+    noise: float = 0.08
+    per_class: dict[int, tuple[int, int]] = field(default_factory=lambda: {10: (500, 100), 100: (100, 20)})
+
+    def __post_init__(self) -> None:
+        if self.image_size < 8:
+            raise ValueError(f"data.synthetic.image_size must be >= 8, got {self.image_size}")
+        for variant, (train, test) in self.per_class.items():
+            if variant not in (10, 100):
+                raise ValueError(f"data.synthetic.per_class: variants are 10 and 100, got {variant}")
+            if train < 1 or test < 1:
+                raise ValueError(f"data.synthetic.per_class.{variant}: counts must be >= 1, got {(train, test)}")
+
+
+def class_names(num_classes: int) -> list[str]:
+    names = []
+    for c in fine_classes(num_classes):
+        s, k = divmod(c, FINE_PER_SUPERCLASS)
+        names.append(f"{TEXTURES[k]} {LOBES[s % len(LOBES)]} {STYLES[s // len(LOBES)]}")
+    return names
+
+
+def superclass_names() -> list[str]:
+    return [f"{LOBES[s % len(LOBES)]} {STYLES[s // len(LOBES)]}" for s in range(NUM_SUPERCLASSES)]
+
+
+def fine_classes(num_classes: int) -> list[int]:
+    """Fine-class ids (0..99) used by a variant: all 100, or the plain class of 10 superclasses."""
+    if num_classes == 100:
+        return list(range(100))
+    if num_classes == 10:
+        return [s * FINE_PER_SUPERCLASS for s in TEN_CLASS_SUPERCLASSES]
+    raise ValueError(f"synthetic variants have 10 or 100 classes, got {num_classes}")
+
+
+def _hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    k = (np.stack([5.0, 3.0, 1.0], -1) + h[..., None] * 6.0) % 6.0
+    return v[..., None] - v[..., None] * s[..., None] * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
+
+
+def render(fine: np.ndarray, size: int, rng: np.random.Generator, noise: float) -> tuple[np.ndarray, dict]:
+    """Render images of fine classes ``fine`` (N,) -> uint8 (N, size, size, 3) and their attributes."""
+    n = len(fine)
+    sup, tex = np.divmod(fine, FINE_PER_SUPERCLASS)
+    lobes, style = 3 + sup % len(LOBES), sup // len(LOBES)
+    attrs = {
+        "hue": rng.random(n), "sat": rng.uniform(0.55, 1.0, n), "val": rng.uniform(0.6, 1.0, n),
+        "radius": rng.uniform(0.22, 0.36, n), "cx": rng.uniform(0.35, 0.65, n), "cy": rng.uniform(0.35, 0.65, n),
+        "phase": rng.uniform(0, 2 * np.pi, n), "bg": rng.uniform(0.0, 1.0, n), "bg_hue": rng.random(n),
+    }
+    grid = (np.arange(size) + 0.5) / size
+    yy, xx = np.meshgrid(grid, grid, indexing="ij")
+    pair = (style == 3)[:, None, None]
+    scale = np.where(style == 3, 0.6, 1.0)[:, None, None] * attrs["radius"][:, None, None]
+    offset = np.where(style == 3, 0.2, 0.0)[:, None, None]
+    px = 1.0 / size  # soft edges of one pixel
+
+    def lobed(cx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dx, dy = xx[None] - cx, yy[None] - attrs["cy"][:, None, None]
+        rho, theta = np.hypot(dx, dy), np.arctan2(dy, dx)
+        edge = scale * (1 + 0.4 * np.cos(lobes[:, None, None] * theta - attrs["phase"][:, None, None]))
+        return rho, edge
+
+    cx = attrs["cx"][:, None, None]
+    rho_a, edge_a = lobed(np.clip(cx - offset, 0.2, 0.8))
+    rho_b, edge_b = lobed(np.clip(cx + offset, 0.2, 0.8))
+    inside = 1 / (1 + np.exp(-(edge_a - rho_a) / (0.5 * px)))
+    inside = np.where(pair, np.maximum(inside, 1 / (1 + np.exp(-(edge_b - rho_b) / (0.5 * px)))), inside)
+    hole = np.where((style == 1)[:, None, None], 0.55 * edge_a, np.where((style == 2)[:, None, None], 0.35 * scale, 0))
+    inside = inside * (1 - 1 / (1 + np.exp(-(hole - rho_a) / (0.5 * px))) * (style[:, None, None] != 3))
+
+    period = max(3.0, size / 6) / size
+    stripes = {
+        1: np.sin(2 * np.pi * xx / period)[None], 2: np.sin(2 * np.pi * yy / period)[None],
+        3: (np.sin(2 * np.pi * xx / period) * np.sin(2 * np.pi * yy / period))[None],
+        4: np.sin(2 * np.pi * rho_a / period),
+    }
+    dark = np.zeros_like(inside)
+    for k, pattern in stripes.items():
+        dark = np.where((tex == k)[:, None, None], (np.broadcast_to(pattern, inside.shape) > 0).astype(float), dark)
+
+    obj = _hsv_to_rgb(attrs["hue"], attrs["sat"], attrs["val"])[:, None, None, :]
+    obj = obj * (1 - 0.55 * dark[..., None])
+    bg_v = np.where(attrs["bg"] < 0.5, 0.15, 0.85)
+    bg = _hsv_to_rgb(attrs["bg_hue"], np.full(n, 0.25), bg_v)[:, None, None, :]
+    ramp = (xx[None] - 0.5)[..., None] * rng.uniform(-0.2, 0.2, (n, 1, 1, 1))
+    img = inside[..., None] * obj + (1 - inside[..., None]) * (bg + ramp)
+    img = img + noise * rng.standard_normal(img.shape)
+    attrs.update(superclass=sup, texture=tex, lobes=lobes, style=style)
+    return (np.clip(img, 0, 1) * 255 + 0.5).astype(np.uint8), attrs
+
+
+def generate_split(spec: SyntheticSpec, variant: int, per_class: int, split_seed: int,
+                   chunk: int = 2048) -> dict[str, np.ndarray]:
+    """The variant's fine classes, ``per_class`` images each, in a deterministic shuffled order."""
+    rng = np.random.default_rng([spec.seed, variant, split_seed])
+    fine = rng.permutation(np.repeat(np.asarray(fine_classes(variant)), per_class))
+    images, attrs = [], []
+    for start in range(0, len(fine), chunk):
+        img, att = render(fine[start:start + chunk], spec.image_size, rng, spec.noise)
+        images.append(img)
+        attrs.append(att)
+    out = {k: np.concatenate([a[k] for a in attrs]) for k in attrs[0]}
+    out.update(images=np.concatenate(images), fine_label=fine)
+    return out
+
+
+def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> None:
+    """Write ``c<variant>/{train,test}.npz`` and ``meta.json`` atomically into ``out_dir``."""
+    for variant, (train, test) in sorted(spec.per_class.items()):
+        folder = out_dir / f"c{variant}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, per_class, split_seed in (("train", train, 1), ("test", test, 2)):
+            arrays = generate_split(spec, variant, per_class, split_seed)
+            tmp = folder / f".{name}.tmp.npz"
+            np.savez_compressed(tmp, **arrays)
+            tmp.replace(folder / f"{name}.npz")
+    meta = {"spec": asdict(spec), "class_names": class_names(100), "superclass_names": superclass_names()}
+    tmp = out_dir / ".meta.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=1))
+    tmp.replace(out_dir / "meta.json")
+
+
+def _load_split(root: Path, variant: int, split: str) -> dict[str, np.ndarray]:
+    path = root / "synthetic" / f"c{variant}" / f"{split}.npz"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: generate it with `python -m isogclr data synthetic --out "
+                                f"{root / 'synthetic'}` (the `synthetic` stage of dvc.yaml)")
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def load_synthetic(root: Path, split: str, num_classes: int, long_tailed: bool) -> ImageData:
+    arrays = _load_split(root, num_classes, split)
+    fine = fine_classes(num_classes)
+    label_of = np.full(100, -1)
+    label_of[fine] = np.arange(len(fine))
+    positions = np.flatnonzero(label_of[arrays["fine_label"]] >= 0)
+    labels = label_of[arrays["fine_label"][positions]]
+    if long_tailed and split == "train":
+        positions = positions[long_tailed_positions(labels, 100.0)]
+        labels = label_of[arrays["fine_label"][positions]]
+    extra = {k: v[positions] for k, v in arrays.items() if k not in ("images", "fine_label")}
+    return ImageData(
+        images=torch.from_numpy(np.ascontiguousarray(arrays["images"][positions].transpose(0, 3, 1, 2))),
+        labels=torch.from_numpy(labels.astype(np.int64)),
+        class_names=class_names(num_classes),
+        source_index=torch.from_numpy(positions.astype(np.int64)),
+        superclass=torch.from_numpy(arrays["superclass"][positions].astype(np.int64)),
+        superclass_names=superclass_names(),
+        extra=extra,
+    )
+
+
+for _classes in (10, 100):
+    for _lt in (False, True):
+        register_dataset(f"synth{_classes}{'_lt' if _lt else ''}")(
+            lambda root, split, c=_classes, lt=_lt: load_synthetic(root, split, c, lt))

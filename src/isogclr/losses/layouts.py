@@ -1,0 +1,63 @@
+"""Negative layouts used by the losses beyond :func:`.two_views.two_view_batch`.
+
+* ``"all"``: the SimCLR layout of :mod:`.two_views`: each of the 2B anchors has the
+  2B - 2 views of the other samples as negatives.
+* ``"cross"``: the MoCo / SimCo / SiMo layout: an anchor of view a is contrasted only
+  with the other view's features, so it has B - 1 negatives (the other samples' other view).
+* bimodal: B image-text pairs; image i has the B - 1 texts t_j (j != i) as negatives and
+  text i the B - 1 images x_j (j != i) (iSogCLR appendix B, eqs. 15-16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from .two_views import TwoViewBatch, compute_dtype
+
+NegativesT = Literal["all", "cross"]
+
+
+def check_negatives(negatives: str) -> None:
+    if negatives not in ("all", "cross"):
+        raise ValueError(f"negatives must be 'all' or 'cross', got {negatives!r}")
+
+
+def negative_mask(batch: TwoViewBatch, negatives: NegativesT) -> torch.Tensor:
+    """(2B, 2B) bool mask of each anchor's negatives in the given layout."""
+    if negatives == "all":
+        return batch.neg_mask
+    b = batch.batch_size
+    second_view = torch.arange(2 * b, device=batch.sim.device) >= b
+    return batch.neg_mask & (second_view[:, None] != second_view[None, :])
+
+
+def num_negatives(batch_size: int, negatives: NegativesT) -> int:
+    return 2 * batch_size - 2 if negatives == "all" else batch_size - 1
+
+
+@dataclass
+class BimodalBatch:
+    sim: torch.Tensor  # (B, B) sim[i, j] = E_I(x_i)^T E_T(t_j)
+    pos: torch.Tensor  # (B,) sim[i, i]
+    neg_mask: torch.Tensor  # (B, B) bool, off-diagonal
+    batch_size: int
+
+    @property
+    def num_negatives(self) -> int:
+        return self.batch_size - 1
+
+
+def bimodal_batch(image: torch.Tensor, text: torch.Tensor) -> BimodalBatch:
+    """Image-text similarities in float32 or above (float64 if the inputs are)."""
+    if image.shape != text.shape or image.dim() != 2:
+        raise ValueError(f"image and text features must both be (B, d); got {tuple(image.shape)}, {tuple(text.shape)}")
+    b = image.shape[0]
+    if b < 2:
+        raise ValueError("a contrastive batch needs at least 2 pairs")
+    dtype = compute_dtype(image, text)
+    sim = image.to(dtype) @ text.to(dtype).T
+    eye = torch.eye(b, dtype=torch.bool, device=sim.device)
+    return BimodalBatch(sim=sim, pos=sim.diagonal(), neg_mask=~eye, batch_size=b)

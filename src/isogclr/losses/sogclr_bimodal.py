@@ -1,0 +1,88 @@
+"""SogCLR for bimodal (image-text) contrastive learning (SogCLR paper, section 4)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch import nn
+
+from .conventions import LogMovingAverage, MovingAverageConventions, check_index
+from .layouts import bimodal_batch
+from .registry import register_loss
+from .two_views import full_precision, masked_logsumexp
+
+DirectionReductionT = Literal["mean", "sum"]
+
+
+def direction_factor(reduction: str) -> float:
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"direction_reduction must be 'mean' or 'sum', got {reduction!r}")
+    return 0.5 if reduction == "mean" else 1.0
+
+
+@register_loss("sogclr_bimodal")
+class SogCLRBimodalLoss(nn.Module):
+    r"""The global two-way contrastive objective with one moving average per pair and direction.
+
+    .. math::
+        F(w) = \frac{c}{n}\sum_i \big[\tau \log g(w; x_i) - I_i^\top T_i
+               + \tau \log g(w; t_i) - I_i^\top T_i\big],
+
+    g(w; x_i) = mean_{j != i} exp(I_i^T T_j / tau) over the texts of the other pairs,
+    g(w; t_i) = mean_{j != i} exp(I_j^T T_i / tau) over their images (B - 1 negatives each,
+    the positive is not in the denominators, normalised by the count as in the unimodal
+    :class:`.SogCLRLoss`). c = 1/2 (``direction_reduction="mean"``, default: the two
+    directions are averaged, as CLIP does, so that gamma = 1 gives tau x the gradient of
+    CLIP without positives) or 1 (``"sum"``: the paper's F).
+
+    Update (section 4): u^I_i <- (1 - gamma) u^I_i + gamma g(w; x_i, B), same for u^T_i,
+    stored in log space; the gradient weights each negative similarity by
+    exp(s / tau) / ((B - 1) u_i), with the u of :class:`.MovingAverageConventions`
+    (``s_timing``: before or after this step's update). SogCLR's section-4 estimator has a
+    single -I_i^T T_i term, a typo for the two of F: we use the gradient of F.
+
+    State: log u^I, log u^T, 8 bytes per pair.
+
+    Args:
+        num_samples: number of pairs n.
+        tau: global temperature.
+        gamma: moving-average weight (1.0 = no moving average).
+        conventions: which u the gradient uses and what a first visit does (shared by both).
+        direction_reduction: ``"mean"`` or ``"sum"`` of the two directions.
+    """
+
+    expects_normalized = True
+
+    def __init__(self, num_samples: int, tau: float = 0.1, gamma: float = 0.9,
+                 conventions: MovingAverageConventions | None = None,
+                 direction_reduction: DirectionReductionT = "mean") -> None:
+        super().__init__()
+        if tau <= 0:
+            raise ValueError(f"tau must be positive, got {tau}")
+        self.num_samples = int(num_samples)
+        self.tau = float(tau)
+        self.direction_factor = direction_factor(direction_reduction)
+        self.direction_reduction = direction_reduction
+        conventions = conventions or MovingAverageConventions()
+        self.u_image = LogMovingAverage(num_samples, gamma, conventions=conventions)
+        self.u_text = LogMovingAverage(num_samples, gamma, conventions=conventions)
+
+    def forward(self, image_features: torch.Tensor, text_features: torch.Tensor,
+                index: torch.Tensor) -> torch.Tensor:
+        check_index(index, self.num_samples, len(image_features))
+        with full_precision(image_features.device):
+            batch = bimodal_batch(image_features, text_features)
+            log_m = math.log(batch.num_negatives)
+            surrogate, value = 0.0, 0.0
+            for sim, u in ((batch.sim, self.u_image), (batch.sim.T, self.u_text)):
+                logits = sim / self.tau
+                log_g = masked_logsumexp(logits, batch.neg_mask) - log_m  # (B,)
+                log_u = u.update(index, log_g[:, None])[:, 0]
+                weights = torch.exp(logits - log_m - log_u[:, None]).masked_fill(~batch.neg_mask, 0.0).detach()
+                surrogate = surrogate + ((weights * sim).sum(1) - batch.pos).mean()
+                value = value + (self.tau * log_g - batch.pos).mean()
+            surrogate = self.direction_factor * surrogate
+            value = self.direction_factor * value
+            return surrogate - surrogate.detach() + value.detach()

@@ -1,0 +1,51 @@
+"""Spectral contrastive loss (HaoChen et al., NeurIPS 2021, "Provable guarantees for self-supervised
+deep learning with spectral contrastive loss")."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .layouts import NegativesT, check_negatives, negative_mask
+from .registry import register_loss
+from .two_views import full_precision, two_view_batch
+
+
+@register_loss("spectral")
+class SpectralContrastiveLoss(nn.Module):
+    r"""L = -2 E_{x, x+}[f(x)^T f(x+)] + E_{x, x'}[(f(x)^T f(x'))^2].
+
+    Mini-batch estimate: the first expectation over the B positive pairs
+    (mean of z1_i^T z2_i), the second over the negative pairs:
+
+    * ``negatives="cross"`` (default, the two-view form of the paper: x and x' are
+      augmentations of two independent images, one from each view):
+      mean over i != j of (z1_i^T z2_j)^2, B(B - 1) pairs;
+    * ``negatives="all"``: mean over the 2B anchors and their 2B - 2 negatives.
+
+    The loss is a polynomial of the features; its value is the objective itself.
+
+    Args:
+        num_samples: dataset size (unused).
+        negatives: ``"cross"`` or ``"all"``.
+    """
+
+    expects_normalized = True
+
+    def __init__(self, num_samples: int | None = None, negatives: NegativesT = "cross") -> None:
+        super().__init__()
+        check_negatives(negatives)
+        self.negatives = negatives
+
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
+        with full_precision(z1.device):
+            batch = two_view_batch(z1, z2)
+            b = batch.batch_size
+            if self.negatives == "cross":  # only the (z1, z2) block is needed
+                cross = batch.sim[:b, b:]
+                off = ~torch.eye(b, dtype=torch.bool, device=cross.device)
+                negative_term = cross.square()[off].mean()
+            else:
+                mask = negative_mask(batch, "all")
+                negative_term = batch.sim.square()[mask].mean()
+            return -2.0 * batch.pos[:b].mean() + negative_term

@@ -1,0 +1,1 @@
+"""Training engine: optimizers and schedules, atomic checkpoints, the training run."""
