@@ -24,25 +24,30 @@ class CLIPIndividualTauLoss(nn.Module):
             - \log\mathrm{softmax}_j(I_j^\top T_i/\tau'_i)_i\Big]
 
     ``log_tau_image`` and ``log_tau_text`` are ``nn.Parameter`` of shape (n,), indexed by
-    the pairs' dataset indices (initialised to log 0.01 as in the appendix); the optimizer
-    of the loss's parameters updates them (exclude them from weight decay). As the appendix
-    explains, when h < 0 (aligned pairs) a larger temperature always lowers the loss, so
-    the temperatures drift upward: the baseline is expected to fail, it is implemented to
-    show it. Optional clamps (None: none) keep the temperature in [tau_min, tau_max];
-    a clamped temperature gets no gradient.
+    the pairs' dataset indices (initialised to 0.01 as in the appendix); the optimizer of
+    the loss's parameters updates them (exclude them from weight decay). The appendix
+    reports that the temperatures drift upward and training fails. Its explanation ("when
+    h < 0, the larger the temperature, the smaller the loss") has the sign reversed: for
+    an anchor whose negatives are all less similar than its positive (every h < 0),
+    log sum exp(h / tau) *increases* with tau and gradient descent lowers tau; descent
+    raises tau exactly for anchors with a negative more similar than the positive (some
+    h > 0), the common case early in training, hence the upward drift (both signs are
+    tested). The temperature is clamped to [tau_min, tau_max] (default tau_min = 0.005,
+    the bimodal tau_0 of the paper, so that a diverging temperature cannot reach 0 and
+    overflow); a clamped temperature gets no gradient.
 
     State: two float32 parameters per pair (8 bytes, plus the optimizer's state).
 
     Args:
         num_samples: number of pairs n.
         tau_init: initial temperature of every image and text.
-        tau_min, tau_max: optional clamp.
+        tau_min, tau_max: clamp of the temperatures (None: no bound).
         positive_in_denominator: include the positive pair in the denominators (CLIP).
     """
 
     expects_normalized = True
 
-    def __init__(self, num_samples: int, tau_init: float = 0.01, tau_min: float | None = None,
+    def __init__(self, num_samples: int, tau_init: float = 0.01, tau_min: float | None = 0.005,
                  tau_max: float | None = None, positive_in_denominator: bool = True) -> None:
         super().__init__()
         if tau_init <= 0:

@@ -10,6 +10,7 @@ from torch import nn
 
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index
 from .layouts import bimodal_batch
+from .numerics import capped_weights
 from .registry import register_loss
 from .sogclr_bimodal import DirectionReductionT, direction_factor
 from .two_views import full_precision, masked_logsumexp
@@ -105,7 +106,7 @@ class ISogCLRBimodalLoss(nn.Module):
                 log_g = masked_logsumexp(scaled, batch.neg_mask) - log_m  # eqs. 15-16
                 log_s = s.update(index, log_g[:, None])[:, 0]
                 # w_ij = exp(h_ij / tau_i) / ((B - 1) s_i): (tau_i / s_i) grad g_i = sum_j w_ij grad h_ij
-                weights = torch.exp(scaled - log_m - log_s[:, None]).masked_fill(~batch.neg_mask, 0.0).detach()
+                weights = capped_weights(scaled - log_m - log_s[:, None]).masked_fill(~batch.neg_mask, 0.0)
                 pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.ones_like(batch.pos)
                 surrogate = surrogate + ((weights * sim).sum(1) - pos_weight * batch.pos).mean()
                 self._update_temperatures(index, weights, scaled.detach(), log_s, tau, tau_buffer, momentum_buffer)

@@ -10,6 +10,7 @@ from torch import nn
 
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index
 from .layouts import bimodal_batch
+from .numerics import capped_weights
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp
 
@@ -80,7 +81,7 @@ class SogCLRBimodalLoss(nn.Module):
                 logits = sim / self.tau
                 log_g = masked_logsumexp(logits, batch.neg_mask) - log_m  # (B,)
                 log_u = u.update(index, log_g[:, None])[:, 0]
-                weights = torch.exp(logits - log_m - log_u[:, None]).masked_fill(~batch.neg_mask, 0.0).detach()
+                weights = capped_weights(logits - log_m - log_u[:, None]).masked_fill(~batch.neg_mask, 0.0)
                 surrogate = surrogate + ((weights * sim).sum(1) - batch.pos).mean()
                 value = value + (self.tau * log_g - batch.pos).mean()
             surrogate = self.direction_factor * surrogate

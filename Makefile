@@ -1,0 +1,49 @@
+# Two commands: `make repro` (set-up, then the pipeline) and `make test` (set-up, then the tests).
+# Everything runs from .venv, created here when missing; nothing relies on what the machine has installed.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+PROFILE ?=
+export PATH := $(BIN):$(PATH)
+export HF_HUB_OFFLINE := 1
+export PYTHONHASHSEED := 0
+
+.PHONY: setup data-packages repro test lint notebooks benchmarks clean-venv
+
+$(VENV)/.installed: pyproject.toml requirements/constraints.txt
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=/path/to/python3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed data-packages
+
+# Fashion-MNIST ships as a Debian package; where apt-get is missing the loader says how to get it.
+data-packages:
+	@if [ -d /usr/share/datasets/fashion-mnist ]; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null || \
+		echo "warning: could not install dataset-fashion-mnist; the fashion_mnist datasets will be unavailable"; \
+	else echo "note: install Fashion-MNIST with: sudo apt-get install -y dataset-fashion-mnist"; fi
+
+repro: setup
+	@if [ -n "$(PROFILE)" ]; then cp profiles/$(PROFILE).yaml params.yaml && echo "params.yaml <- profiles/$(PROFILE).yaml"; fi
+	$(BIN)/python -m isogclr validate --params params.yaml
+	$(BIN)/dvc repro
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+
+notebooks: setup
+	$(BIN)/python -m isogclr notebooks
+
+benchmarks: setup
+	$(BIN)/python benchmarks/bench_losses.py
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,22 @@
+"""Numerical guards shared by the moving-average losses."""
+
+from __future__ import annotations
+
+import torch
+
+# exp(64) ~ 6e27: a weight times a scaled hardness (|h / tau| <= 2 / 0.005 = 400) summed over
+# a batch of 4096 stays below the float32 maximum (3.4e38).
+MAX_LOG_WEIGHT = 64.0
+
+
+def capped_weights(log_weights: torch.Tensor) -> torch.Tensor:
+    """exp(log_weights) with the exponent capped at :data:`MAX_LOG_WEIGHT` (no gradient).
+
+    The weights exp(h / tau) / (m s_i) of the moving-average estimators are g_i / s_i times a
+    softmax. When a stale s_i is e^64 times smaller than this step's g_i (never in training,
+    where the features move slowly, but possible with adversarial inputs such as identical
+    then antipodal features at tau = 0.005), exp overflows float32 and the estimator, the
+    temperature update and the returned value become inf / NaN. The cap keeps them finite
+    and is inactive otherwise.
+    """
+    return torch.exp(log_weights.detach().clamp_max(MAX_LOG_WEIGHT))
