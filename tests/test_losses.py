@@ -126,7 +126,7 @@ def test_sogclr_previous_uses_stale_estimate():
     z1, z2 = features(3)
     loss = loss_fn(z1, z2, torch.arange(B))
     ref = ref_gcl(z1, z2, 0.3, "v1")
-    diff = max((a - b).abs().max().item() for a, b in zip(grads(loss, z1, z2), grads(ref, z1, z2)))
+    diff = max((a - b).abs().max().item() for a, b in zip(grads(loss, z1, z2), grads(ref, z1, z2), strict=True))
     assert diff > 1e-4
 
 
@@ -300,14 +300,14 @@ def test_state_survives_save_and_restore(name):
     g = torch.Generator().manual_seed(1)
     batches = [torch.randperm(n, generator=g)[:B] for _ in range(4)]
     feats = [features(s, dtype=torch.float32) for s in range(4)]
-    for idx, (z1, z2) in zip(batches[:2], feats[:2]):
+    for idx, (z1, z2) in zip(batches[:2], feats[:2], strict=True):
         original(z1.detach(), z2.detach(), idx)
     buffer = io.BytesIO()
     torch.save(original.state_dict(), buffer)
     buffer.seek(0)
     restored = build_loss(name, n, **kwargs)
     restored.load_state_dict(torch.load(buffer))
-    for idx, (z1, z2) in zip(batches[2:], feats[2:]):
+    for idx, (z1, z2) in zip(batches[2:], feats[2:], strict=True):
         outs = []
         for loss_fn in (original, restored):
             a, b = z1.detach().clone().requires_grad_(), z2.detach().clone().requires_grad_()

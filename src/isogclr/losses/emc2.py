@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 from .conventions import check_index
+from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
 from .registry import register_loss
-from .two_views import full_precision, masked_logsumexp, two_view_batch
+from .two_views import full_precision
 
 
 @register_loss("emc2")
@@ -119,24 +120,29 @@ class EMC2Loss(nn.Module):
         elif aug1 is not None or aug2 is not None:
             raise ValueError("augmentation ids need num_augmentations (a finite set of augmentations)")
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
+            feats = two_view_features(z1, z2)  # (2B, d); row a's positive is column (a + B) mod 2B
             num_steps, burn_in = self.steps(b)
-            logits = self.beta * batch.sim.detach()
-            counts = self._run_chains(logits, batch.neg_mask, index, aug1, aug2, num_steps, burn_in)
-            used = counts.sum(1)
-            negative_term = (counts * batch.sim).sum(1) / used.clamp_min(1.0)  # rows with no sample: no negative
-            surrogate = self.beta * (negative_term - batch.pos).mean()
-            value = (masked_logsumexp(logits, batch.neg_mask) - math.log(batch.num_negatives)
-                     - self.beta * batch.pos.detach()).mean()
-            return surrogate - surrogate.detach() + value
+            with torch.no_grad():
+                half = (feats[:b] * feats[b:]).sum(1)
+                pos = torch.cat([half, half])
+                logits = mask_own_views((self.beta * feats) @ feats.T, -math.inf)  # beta z_a^T z_k, negatives only
+                counts = self._run_chains(logits, index, aug1, aug2, num_steps, burn_in)
+                value = (torch.logsumexp(logits, dim=1) - math.log(2 * b - 2) - self.beta * pos).mean()
+                # eq. 11: d/d sim of beta/2B sum_a [mean_r z_a^T Z_a^(r) - z_a^T z_a+]; a row whose samples all
+                # lie outside the batch has no feature to contrast with and gets no negative term
+                grad_sim = counts / counts.sum(1, keepdim=True).clamp_min(1.0)
+                grad_sim.mul_(self.beta / (2 * b))
+                subtract_positive_weights(grad_sim, self.beta / (2 * b))
+            return GramGradient.apply(feats, grad_sim, value)
 
     @torch.no_grad()
-    def _run_chains(self, logits: torch.Tensor, neg_mask: torch.Tensor, index: torch.Tensor,
-                    aug1: torch.Tensor | None, aug2: torch.Tensor | None, num_steps: int,
-                    burn_in: int) -> torch.Tensor:
+    def _run_chains(self, logits: torch.Tensor, index: torch.Tensor, aug1: torch.Tensor | None,
+                    aug2: torch.Tensor | None, num_steps: int, burn_in: int) -> torch.Tensor:
+        """Run the M-H chains of the batch's anchors; return the (2B, 2B) counts of post-burn-in samples."""
         device, rows = logits.device, logits.shape[0]
         b, m = rows // 2, rows - 2
         row_ids = torch.arange(rows, device=device)
+        partner = (row_ids + b) % rows
         sample = index.to(device).repeat(2)
         if self.num_augmentations is not None:
             width = self.num_augmentations
@@ -154,38 +160,42 @@ class EMC2Loss(nn.Module):
         sorted_codes, order = view_code.sort()
         where = torch.searchsorted(sorted_codes, start_code).clamp_max(rows - 1)
         col = order[where]
-        found = (sorted_codes[where] == start_code) & (start_code >= 0) & neg_mask[row_ids, col]
+        found = (sorted_codes[where] == start_code) & (start_code >= 0) & (col != row_ids) & (col != partner)
         current = torch.where(found, col, torch.full_like(col, -1))
         score = torch.where(found, logits[row_ids, col], start_score)
 
-        # uniform proposals over each row's 2B - 2 candidates (all views but its own two)
+        # uniform proposals over each row's 2B - 2 candidates (all views but its own two); a proposal is
+        # accepted w.p. min(1, exp(s' - s)) <=> s' - log u > s with u ~ U(0, 1)
         gen = self.generator
         k = torch.randint(0, m, (num_steps, rows), generator=gen).to(device)
-        log_u = torch.rand(num_steps, rows, generator=gen, dtype=torch.float64).log().to(device, logits.dtype)
-        partner = (row_ids + b) % rows
-        lo, hi = torch.minimum(row_ids, partner), torch.maximum(row_ids, partner)
-        proposal = k + (k >= lo).long()
-        proposal = proposal + (proposal >= hi).long()  # (R, 2B) column indices
-        proposal_score = logits.T.gather(0, proposal)  # logits[row, proposal[t, row]]
+        log_u = torch.rand(num_steps, rows, generator=gen, dtype=logits.dtype).log_().to(device)
+        proposal = k + (k >= torch.minimum(row_ids, partner)).long()
+        proposal += (proposal >= torch.maximum(row_ids, partner)).long()  # (R, 2B) column indices
+        proposal_score = logits.T.gather(0, proposal)  # logits[a, proposal[t, a]]
+        key = proposal_score - log_u
+        # chain state (column, score) as one (2, 2B) tensor: one comparison and one select per step
+        # (columns are exact in floating point: 2B < 2**24)
+        proposals = torch.stack([proposal.to(logits.dtype), proposal_score], dim=1)  # (R, 2, 2B)
+        state = torch.stack([current.to(logits.dtype), score])
 
-        counts = torch.zeros(rows * (rows + 1), dtype=logits.dtype, device=device)
-        base = row_ids * (rows + 1)
-        ones = torch.ones(rows, dtype=logits.dtype, device=device)
-        trace = torch.empty(num_steps, rows, dtype=torch.long, device=device) if self.record_trace else None
+        first = 0 if self.record_trace else burn_in
+        trace = torch.empty(num_steps - first, rows, dtype=logits.dtype, device=device)
         for t in range(num_steps):
-            accept = log_u[t] < proposal_score[t] - score  # always true while score = -inf
-            current = torch.where(accept, proposal[t], current)
-            score = torch.where(accept, proposal_score[t], score)
-            if t >= burn_in:
-                counts.index_add_(0, base + torch.where(current >= 0, current, rows), ones)
-            if trace is not None:
-                trace[t] = current
+            state = torch.where(key[t] > state[1], proposals[t], state)  # always accepts while score = -inf
+            if t >= first:
+                trace[t - first] = state[0]
+        current, score = state[0].long(), state[1]
+        trace = trace.long()
 
         final_code = torch.where(current >= 0, view_code[current.clamp_min(0)], start_code)
         for rows_of_view in (slice(0, b), slice(b, rows)):  # view-2 rows last: they keep a shared chain
             self.state[sample[rows_of_view], slot[rows_of_view]] = final_code[rows_of_view]
             self.state_score[sample[rows_of_view], slot[rows_of_view]] = score[rows_of_view].to(self.state_score.dtype)
-        counts = counts.view(rows, rows + 1)[:, :rows]
+        samples = trace[burn_in - first:].T  # (2B, R - P)
+        samples = torch.where(samples >= 0, samples, rows)  # a state outside the batch: extra column, dropped
+        counts = torch.zeros(rows, rows + 1, dtype=logits.dtype, device=device)
+        counts.scatter_add_(1, samples, torch.ones(samples.shape, dtype=logits.dtype, device=device))
+        counts = counts[:, :rows]
         self.last_counts = counts
-        self.last_trace = trace.T if trace is not None else None
+        self.last_trace = trace.T if self.record_trace else None
         return counts

@@ -9,8 +9,10 @@ import torch
 from torch import nn
 
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index
+from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
+from .numerics import capped_weights
 from .registry import register_loss
-from .two_views import full_precision, masked_logsumexp, two_view_batch
+from .two_views import full_precision
 
 
 @register_loss("isogclr")
@@ -74,29 +76,35 @@ class ISogCLRLoss(nn.Module):
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         check_index(index, self.num_samples, len(z1))
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
-            b, log_m = batch.batch_size, math.log(batch.num_negatives)
-            tau = self.tau[index].to(batch.sim.dtype)  # (B,)
-            tau_rows = tau.repeat(2)[:, None]  # (2B, 1)
-            hardness = batch.sim - batch.pos[:, None]  # h_ia(z), eq. 3
-            scaled = (hardness / tau_rows).masked_fill(~batch.neg_mask, 0.0)  # h / tau_i on negatives
-            log_g_rows = masked_logsumexp(scaled, batch.neg_mask) - log_m  # (2B,) per anchor view
-            log_g = torch.logsumexp(torch.stack([log_g_rows[:b], log_g_rows[b:]]), dim=0) - math.log(2)  # (B,)
-            log_s = self.s.update(index, log_g[:, None])[:, 0]
-            # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|)
-            weights = torch.exp(scaled - log_m - log_s.repeat(2)[:, None]).masked_fill(~batch.neg_mask, 0.0).detach()
-            pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.ones_like(batch.pos)
-            surrogate = ((weights * batch.sim).sum(1) - pos_weight * batch.pos).mean()
-            self._update_temperatures(index, weights, scaled.detach(), log_s, tau)
-            value = (tau * (log_g + self.rho)).mean()
-            return surrogate - surrogate.detach() + value.detach()
+            feats = two_view_features(z1, z2)  # (2B, d); anchors are rows, row a's positive is (a + B) mod 2B
+            b, log_m = len(z1), math.log(2 * len(z1) - 2)
+            with torch.no_grad():
+                tau = self.tau[index].to(feats.dtype)  # (B,)
+                inv_tau = 1.0 / tau.repeat(2)  # (2B,)
+                half = (feats[:b] * feats[b:]).sum(1)
+                pos = torch.cat([half, half])  # z_a^T z_{a+}
+                # h_ia(z) / tau_i = (z_a^T z - z_a^T z_{a+}) / tau_i (eq. 3) in one matmul; negatives only
+                scaled = torch.addmm((-pos * inv_tau)[:, None], feats * inv_tau[:, None], feats.T)
+                mask_own_views(scaled, -math.inf)
+                log_g_rows = torch.logsumexp(scaled, dim=1) - log_m  # (2B,) per anchor view
+                log_g = torch.logaddexp(log_g_rows[:b], log_g_rows[b:]) - math.log(2)  # (B,) eq. 11
+                log_s = self.s.update(index, log_g[:, None])[:, 0]
+                # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|)
+                weights = capped_weights(scaled - (log_m + log_s.repeat(2))[:, None])
+                mask_own_views(scaled, 0.0)
+                row_term = torch.einsum("ij,ij->i", weights, scaled)  # sum_z w_iaz h_iaz / tau_i
+                pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.ones_like(pos)
+                self._update_temperatures(index, row_term, log_s, tau)
+                value = (tau * (log_g + self.rho)).mean()
+                # gradient w.r.t. the similarities: w on the negatives, -pos_weight on the positive (eq. 14)
+                grad_sim = subtract_positive_weights(weights, pos_weight).div_(2 * b)
+            return GramGradient.apply(feats, grad_sim, value)
 
     @torch.no_grad()
-    def _update_temperatures(self, index: torch.Tensor, weights: torch.Tensor, scaled: torch.Tensor,
-                             log_s: torch.Tensor, tau: torch.Tensor) -> None:
+    def _update_temperatures(self, index: torch.Tensor, row_term: torch.Tensor, log_s: torch.Tensor,
+                             tau: torch.Tensor) -> None:
         b = len(index)
         # (tau_i / s_i) dg_i/dtau_i = -1/2 sum_{a,z} w_iaz h_iaz / tau_i
-        row_term = (weights * scaled).sum(1)
         grad = -0.5 * (row_term[:b] + row_term[b:]) + log_s + self.rho
         if self.tau_grad_clip is not None:
             grad = grad.clamp(-self.tau_grad_clip, self.tau_grad_clip)

@@ -20,3 +20,8 @@ def capped_weights(log_weights: torch.Tensor) -> torch.Tensor:
     and is inactive otherwise.
     """
     return torch.exp(log_weights.detach().clamp_max(MAX_LOG_WEIGHT))
+
+
+def capped_weights_(log_weights: torch.Tensor) -> torch.Tensor:
+    """In-place :func:`capped_weights` of a tensor without gradient."""
+    return log_weights.clamp_max_(MAX_LOG_WEIGHT).exp_()

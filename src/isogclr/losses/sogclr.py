@@ -9,8 +9,10 @@ import torch
 from torch import nn
 
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index
+from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
+from .numerics import capped_weights_
 from .registry import register_loss
-from .two_views import full_precision, masked_logsumexp, two_view_batch
+from .two_views import full_precision
 
 
 @register_loss("sogclr")
@@ -56,22 +58,27 @@ class SogCLRLoss(nn.Module):
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         check_index(index, self.num_samples, len(z1))
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
-            b, log_m = batch.batch_size, math.log(batch.num_negatives)
-            logits = batch.sim / self.tau
-            log_g_anchor = masked_logsumexp(logits, batch.neg_mask) - log_m  # (2B,)
-            per_view = torch.stack([log_g_anchor[:b], log_g_anchor[b:]], dim=1)  # (B, 2)
-            if self.version == "v1":
-                log_g = per_view
-            else:
-                log_g = torch.logsumexp(per_view, dim=1, keepdim=True) - math.log(2)
-            log_u = self.u.update(index, log_g)
-            log_u_anchor = log_u.T.reshape(-1) if self.version == "v1" else log_u[:, 0].repeat(2)
-            # eq. 10: each negative gets tau/u_i * d g_i; the mean over 2B rows averages the views
-            weights = torch.exp(logits - log_m - log_u_anchor[:, None]).masked_fill(~batch.neg_mask, 0.0)
-            surrogate = (-batch.pos + (weights.detach() * batch.sim).sum(1)).mean()
-            if self.version == "v1":
-                value = (-batch.pos + self.tau * log_g_anchor).mean()
-            else:
-                value = (-batch.pos[:b] + self.tau * log_g[:, 0]).mean()
-            return surrogate - surrogate.detach() + value.detach()
+            feats = two_view_features(z1, z2)  # (2B, d); anchors are rows, row a's positive is (a + B) mod 2B
+            b, log_m = len(z1), math.log(2 * len(z1) - 2)
+            with torch.no_grad():
+                half = (feats[:b] * feats[b:]).sum(1)
+                pos = torch.cat([half, half])  # z_a^T z_{a+}
+                logits = mask_own_views((feats / self.tau) @ feats.T, -math.inf)  # negatives only
+                log_g_anchor = torch.logsumexp(logits, dim=1) - log_m  # (2B,)
+                per_view = torch.stack([log_g_anchor[:b], log_g_anchor[b:]], dim=1)  # (B, 2)
+                if self.version == "v1":
+                    log_g = per_view
+                else:
+                    log_g = torch.logsumexp(per_view, dim=1, keepdim=True) - math.log(2)
+                log_u = self.u.update(index, log_g)
+                log_u_anchor = log_u.T.reshape(-1) if self.version == "v1" else log_u[:, 0].repeat(2)
+                # eq. 10: each negative gets tau/u_i * d g_i (weight exp(s / tau) / (|N_i| u_i)) and the
+                # positive -1; the mean over the 2B rows averages the views. In place: logits -> weights -> G
+                grad_sim = capped_weights_(logits.sub_((log_m + log_u_anchor)[:, None]))
+                grad_sim.div_(2 * b)
+                subtract_positive_weights(grad_sim, 1.0 / (2 * b))
+                if self.version == "v1":
+                    value = (-pos + self.tau * log_g_anchor).mean()
+                else:
+                    value = (-pos[:b] + self.tau * log_g[:, 0]).mean()
+            return GramGradient.apply(feats, grad_sim, value)

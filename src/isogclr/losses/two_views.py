@@ -8,8 +8,8 @@ SogCLR paper's eq. (2) and the iSogCLR paper's eq. (11).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 

@@ -75,7 +75,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     if random_init_baseline:
         metrics["random_init_top1"] = _probe(model, train_data, test_data, cfg, device)["top1"]
 
-    step, log_rows = 0, []
+    step, log_rows, losses = 0, [], []
     ckpt_path = ckpt_dir / "checkpoint.pt"
     if ckpt_path.exists():
         state = torch.load(ckpt_path, map_location=device, weights_only=False)
@@ -83,20 +83,21 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
         torch.set_rng_state(state["rng"])
-        step, log_rows = state["step"], state["log_rows"]
+        step, log_rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
         metrics.update(state.get("metrics", {}))
         _log(f"[{cfg.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
 
     def checkpoint() -> None:
         save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(),
-                    "rng": torch.get_rng_state(), "step": step, "log_rows": log_rows, "metrics": metrics}, ckpt_path)
+                    "rng": torch.get_rng_state(), "step": step, "log_rows": log_rows, "epoch_losses": losses,
+                    "metrics": metrics}, ckpt_path)
 
     model.train()
     interactive = sys.stderr.isatty()
     while step < total_steps:
         epoch, start = divmod(step, steps_per_epoch)
         order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
-        losses, t0 = [], time.perf_counter()
+        t0 = time.perf_counter()
         bar = tqdm(range(start, steps_per_epoch), desc=f"{cfg.run_id} epoch {epoch + 1}/{cfg.train.epochs}",
                    disable=not interactive, leave=False)
         for b in bar:
@@ -130,6 +131,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
         if isinstance(tau, torch.Tensor):
             row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
         log_rows.append(row)
+        losses = []
         _log(f"[{cfg.run_id}] epoch {row['epoch']}/{cfg.train.epochs} loss {row['loss']:.4f} "
              f"lr {row['lr']:.3g} {row['samples_per_s']:.0f} samples/s"
              + (f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else ""))

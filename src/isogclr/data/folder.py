@@ -1,0 +1,110 @@
+"""ImageNet-style image folders (``<root>/<split>/<class>/*.JPEG``) decoded into uint8 memory.
+
+Every image is converted to RGB, its shorter side resized to ``size`` and centre-cropped to
+``size x size`` at load time, so a split is one (N, 3, size, size) uint8 tensor; this suits small
+sets (ImageNet-100 at 64 pixels is about 1.5 GB for the 126,689 train images). Images that cannot
+be read are skipped, counted and reported in one warning at the end of loading.
+
+``imagenet100`` is the first 100 ImageNet-1k WordNet ids in sorted order (n01440764 ... n01855672),
+shipped as ``classes/imagenet100.txt`` (taken from the sorted 1000-id list timm ships in
+``timm/data/_info/imagenet_synsets.txt``). Its images are read from ``<root>/imagenet100/`` if that
+folder exists, else ``<root>/imagenet/``, split ``train`` -> ``train/`` and ``test`` -> ``val/``
+(the validation images sorted into one folder per wnid).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .base import ImageData, register_dataset
+
+CLASSES_DIR = Path(__file__).parent / "classes"
+IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp", ".webp")
+IMAGENET100_SIZE = 64
+IMAGENET_HINT = ("download ILSVRC2012 (https://image-net.org/download.php; registration required), extract "
+                 "train/ into one folder per wnid and sort val/ into one folder per wnid (e.g. with the "
+                 "valprep.sh script of the PyTorch ImageNet example)")
+
+
+def read_class_list(name: str) -> list[str]:
+    """Class ids listed one per line in the shipped file ``classes/<name>.txt``."""
+    path = CLASSES_DIR / f"{name}.txt"
+    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_square_rgb(path: Path | str | BinaryIO, size: int) -> np.ndarray:
+    """Decode an image (path or binary file) to uint8 (size, size, 3): shorter side to ``size``, centre crop."""
+    with Image.open(path) as img:
+        img.draft("RGB", (size, size))  # JPEG: decode at a reduced scale that is still >= size
+        img = img.convert("RGB")
+        w, h = img.size
+        scale = size / min(w, h)
+        nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
+        img = img.resize((nw, nh), Image.Resampling.BICUBIC)
+        left, top = (nw - size) // 2, (nh - size) // 2
+        img = img.crop((left, top, left + size, top + size))
+        return np.asarray(img, dtype=np.uint8)
+
+
+def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence[str] | None = None,
+                 source: str = "") -> ImageData:
+    """Load ``<root>/<split>/<class>/*`` into memory as (N, 3, size, size) uint8.
+
+    ``classes`` fixes the label order (label = position in the list; every class folder must exist);
+    by default the sorted sub-folders of ``<root>/<split>``. Files are read in sorted order within a
+    class. ``extra["path"]`` holds each kept image's path relative to ``<root>/<split>``; ``source``
+    is appended to the not-found message (how to obtain the data).
+    """
+    split_dir = Path(root) / split
+    hint = f": {source}" if source else ""
+    if not split_dir.is_dir():
+        raise FileNotFoundError(f"{split_dir} not found{hint}")
+    if classes is None:
+        classes = sorted(p.name for p in split_dir.iterdir() if p.is_dir())
+        if not classes:
+            raise FileNotFoundError(f"{split_dir} holds no class folders{hint}")
+    missing = [str(split_dir / c) for c in classes if not (split_dir / c).is_dir()]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise FileNotFoundError(f"class folders {shown} not found{hint}")
+    images, labels, paths, bad = [], [], [], []
+    for label, c in enumerate(classes):
+        files = sorted(p for p in (split_dir / c).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+        for path in files:
+            try:
+                images.append(load_square_rgb(path, size))
+            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+                bad.append(path)
+                continue
+            labels.append(label)
+            paths.append(str(path.relative_to(split_dir)))
+    if bad:
+        warnings.warn(f"{split_dir}: skipped {len(bad)} unreadable image(s) of {len(bad) + len(images)} "
+                      f"(first: {bad[0]})", stacklevel=2)
+    if not images:
+        raise FileNotFoundError(f"no readable images under {split_dir}{hint}")
+    array = np.stack(images).transpose(0, 3, 1, 2)
+    return ImageData(
+        images=torch.from_numpy(np.ascontiguousarray(array)),
+        labels=torch.as_tensor(labels, dtype=torch.int64),
+        class_names=list(classes),
+        source_index=torch.arange(len(images), dtype=torch.int64),
+        extra={"path": np.asarray(paths)},
+    )
+
+
+@register_dataset("imagenet100")
+def load_imagenet100(root: Path, split: str) -> ImageData:
+    base = Path(root) / "imagenet100"
+    if not base.is_dir():
+        base = Path(root) / "imagenet"
+    return image_folder(base, "train" if split == "train" else "val", size=IMAGENET100_SIZE,
+                        classes=read_class_list("imagenet100"),
+                        source=f"{IMAGENET_HINT}; expected {Path(root) / 'imagenet100'} or {Path(root) / 'imagenet'}")

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def smoke_params() -> dict:
+    return yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text())
+
+
+@pytest.fixture(scope="session")
+def smoke_data(tmp_path_factory, smoke_params) -> Path:
+    """The smoke profile's synthetic data, generated once per session; returns the data root."""
+    from isogclr.config import synthetic_spec
+    from isogclr.data.synthetic import write_synthetic
+
+    root = tmp_path_factory.mktemp("data")
+    write_synthetic(synthetic_spec(smoke_params), root / "synthetic")
+    return root
+
+
+def tracked_copy(dest: Path) -> Path:
+    """Copy the repository's tracked (and untracked, not ignored) files into ``dest`` and make it a git repo."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file() and not name.startswith(("runs/", "reports/", "dvc.lock")):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    return dest

@@ -1,0 +1,72 @@
+"""params.yaml validation: bad values fail before any compute, naming the key."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from isogclr.config import ConfigError, load_params, run_config, validate_params
+
+from .conftest import ROOT
+
+
+@pytest.mark.parametrize("profile", ["mini", "smoke"])
+def test_profiles_are_valid(profile):
+    validate_params(load_params(ROOT / "profiles" / f"{profile}.yaml"))
+
+
+def test_params_yaml_is_the_mini_profile():
+    assert load_params(ROOT / "params.yaml") == load_params(ROOT / "profiles" / "mini.yaml")
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda p: p["table1"]["methods"].append("nope"), "table1.methods"),
+    (lambda p: p["table1"]["datasets"].append("cifar1000"), "table1.datasets"),
+    (lambda p: p["methods"]["isogclr"].update(tau_min=0.9, tau_max=0.1), "methods.isogclr"),
+    (lambda p: p["methods"]["isogclr"].update(rho=-0.1), "methods.isogclr"),
+    (lambda p: p["methods"]["sogclr"].update(gamma=1.5), "methods.sogclr"),
+    (lambda p: p["methods"]["simclr"].update(loss="simclrr"), "methods.simclr.loss"),
+    (lambda p: p["methods"]["simclr"].update(temperature=0.1), "methods.simclr"),
+    (lambda p: p["train"].update(batchsize=3), "train.batchsize"),
+    (lambda p: p["train"]["optimizer"].update(name="adam"), "train.optimizer"),
+    (lambda p: p["model"]["encoder"].update(arch="vit"), "model.encoder"),
+    (lambda p: p["probe"].update(report="best_epoch"), "probe"),
+    (lambda p: p["data"]["synthetic"].update(image_size=4), "data.synthetic"),
+    (lambda p: p["table1"].update(seeds=[-1]), "table1.seeds"),
+])
+def test_invalid_values_name_their_key(smoke_params, edit, key):
+    params = copy.deepcopy(smoke_params)
+    edit(params)
+    with pytest.raises(ConfigError) as err:
+        validate_params(params)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_run_config_resolves(smoke_params):
+    cfg = run_config(smoke_params, "isogclr", "synth10", 3)
+    assert cfg.run_id == "isogclr-synth10-s3"
+    assert cfg.method.loss == "isogclr" and cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["rho"]
+    assert cfg.to_dict()["encoder"]["width"] == smoke_params["model"]["encoder"]["width"]
+
+
+def test_cli_fails_before_training_on_bad_params(tmp_path, smoke_params):
+    params = copy.deepcopy(smoke_params)
+    params["methods"]["isogclr"]["rho"] = -1.0
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    result = subprocess.run([sys.executable, "-m", "isogclr", "train", "--params", str(path), "--method", "isogclr",
+                             "--dataset", "synth10", "--seed", "0", "--out", str(tmp_path / "runs")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "methods.isogclr" in result.stderr and "rho" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_help():
+    result = subprocess.run([sys.executable, "-m", "isogclr", "--help"], capture_output=True, text=True, check=True)
+    for command in ("validate", "synthetic", "train", "notebooks"):
+        assert command in result.stdout

@@ -1,0 +1,69 @@
+"""The generated datasets: deterministic, the hierarchy and counts they claim, the long-tailed profile."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from isogclr.data import load_dataset, long_tailed_positions
+from isogclr.data.synthetic import FINE_PER_SUPERCLASS, SyntheticSpec, generate_split, write_synthetic
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    spec = SyntheticSpec(seed=3, image_size=12, per_class={10: (3, 1)})
+    digests = []
+    for folder, s in (("a", spec), ("b", spec), ("c", SyntheticSpec(seed=4, image_size=12, per_class={10: (3, 1)}))):
+        write_synthetic(s, tmp_path / folder)
+        digests.append(hashlib.sha256((tmp_path / folder / "c10" / "train.npz").read_bytes()).hexdigest())
+    assert digests[0] == digests[1] != digests[2]
+
+
+def test_counts_and_hierarchy(smoke_data, smoke_params):
+    per_class = smoke_params["data"]["synthetic"]["per_class"]
+    for classes in (10, 100):
+        train, test = (load_dataset(f"synth{classes}", smoke_data, split) for split in ("train", "test"))
+        assert train.num_classes == classes and len(train.class_names) == classes
+        assert np.bincount(train.labels.numpy(), minlength=classes).tolist() == [per_class[classes][0]] * classes
+        assert np.bincount(test.labels.numpy(), minlength=classes).tolist() == [per_class[classes][1]] * classes
+        assert train.images.dtype == torch.uint8 and train.images.shape[1:] == (3, 16, 16)
+    train = load_dataset("synth100", smoke_data, "train")
+    # fine class c belongs to superclass c // 5: 20 superclasses of 5 fine classes
+    assert torch.equal(train.superclass, train.labels // FINE_PER_SUPERCLASS)
+    assert len(set(train.superclass.tolist())) == 20
+
+
+def test_attributes_are_the_rendered_ones():
+    spec = SyntheticSpec(image_size=32)
+    split = generate_split(spec, 100, 20, split_seed=1)
+    # a dark background has low mean brightness in the image corners, a light one high
+    corners = split["images"][:, :3, :3].reshape(len(split["images"]), -1).mean(1)
+    dark = split["bg"] < 0.5
+    assert corners[dark].mean() < 90 < corners[~dark].mean()
+    assert set(np.unique(split["style"])) == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("n_max", "classes", "expected"), [(5000, 10, 12406), (500, 100, 10847)])
+def test_long_tailed_profile_matches_cifar_lt(n_max, classes, expected):
+    labels = np.repeat(np.arange(classes), n_max)
+    positions = long_tailed_positions(labels, 100.0)
+    counts = np.bincount(labels[positions])
+    assert len(positions) == expected
+    assert counts[0] == n_max and counts[-1] == n_max // 100
+    assert np.all(np.diff(counts) <= 0)
+
+
+def test_long_tailed_split_keeps_a_stable_index_mapping(smoke_data):
+    full = load_dataset("synth10", smoke_data, "train")
+    lt = load_dataset("synth10_lt", smoke_data, "train")
+    assert len(lt) < len(full)
+    assert torch.equal(full.images[lt.source_index], lt.images)
+    assert torch.equal(full.labels[lt.source_index], lt.labels)
+    assert len(load_dataset("synth10_lt", smoke_data, "test")) == len(load_dataset("synth10", smoke_data, "test"))
+
+
+def test_missing_data_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="synthetic"):
+        load_dataset("synth10", tmp_path, "train")

@@ -1,0 +1,63 @@
+"""End to end: the DVC pipeline on the smoke profile in a temporary copy of the repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, tracked_copy
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.slow
+def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
+    repo = tracked_copy(tmp_path / "repo")
+    shutil.copy(repo / "profiles" / "smoke.yaml", repo / "params.yaml")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([str(BIN / "dvc"), "repro"], cwd=repo, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    table = (repo / "reports" / "tables" / "table1_unimodal.md").read_text()
+    assert "profile `smoke`" in table
+    for method in ("simclr", "sogclr", "isogclr"):
+        assert f"| {method}" in table
+    assert "paper CIFAR10" in table and "89.24" in table  # iSogCLR's CIFAR10 number from the paper
+    executed = json.loads((repo / "reports" / "table1_unimodal.ipynb").read_text())
+    assert all(c.get("outputs") is not None for c in executed["cells"] if c["cell_type"] == "code")
+    assert not any(o.get("output_type") == "error" for c in executed["cells"] for o in c.get("outputs", []))
+    assert (repo / "reports" / "figures" / "table1_unimodal.png").stat().st_size > 0
+    # the numbers in the table are the runs' numbers
+    top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
+    assert f"{top1:.2f} ± 0.00" in table
+
+    start = time.perf_counter()
+    again = subprocess.run([str(BIN / "dvc"), "repro"], cwd=repo, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and time.perf_counter() - start < 15
+    assert "Running stage" not in again.stdout
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
+    assert "up to date" in status.stdout
+
+    metrics = subprocess.run([str(BIN / "dvc"), "metrics", "show"], cwd=repo, env=env, capture_output=True,
+                             text=True)
+    assert "runs/isogclr-synth10-s0/metrics.json" in metrics.stdout
+
+    # an ablation knob of one method invalidates only that method's runs
+    params = (repo / "params.yaml").read_text().replace("    rho: 0.3", "    rho: 0.5", 1)
+    (repo / "params.yaml").write_text(params)
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
+    changed = [line.rstrip(":") for line in status.stdout.splitlines() if not line.startswith((" ", "\t"))]
+    changed = [c for c in changed if c.strip()]
+    assert changed and all(c.startswith("train@isogclr-") for c in changed), status.stdout
+
+
+def test_dvc_config_disables_analytics():
+    config = (ROOT / ".dvc" / "config").read_text()
+    assert "analytics = false" in config and "check_update = false" in config
