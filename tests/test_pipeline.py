@@ -61,3 +61,18 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
 def test_dvc_config_disables_analytics():
     config = (ROOT / ".dvc" / "config").read_text()
     assert "analytics = false" in config and "check_update = false" in config
+
+
+def test_paper_profile_dag_builds_without_running(tmp_path):
+    """The paper profile validates and its DAG (3 methods x 4 CIFAR datasets x 3 seeds + report) is built."""
+    repo = tracked_copy(tmp_path / "repo")
+    shutil.copy(repo / "profiles" / "paper.yaml", repo / "params.yaml")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([sys.executable, "-m", "isogclr", "validate"], cwd=repo, env=env, check=True, capture_output=True)
+    stages = subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=repo, env=env, check=True,
+                            capture_output=True, text=True).stdout.split()
+    train = [s for s in stages if s.startswith("train@")]
+    assert len(train) == 36 and "train@isogclr-cifar100_lt-2" in train
+    assert "table1_unimodal" in stages
+    dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
+    assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout

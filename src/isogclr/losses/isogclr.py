@@ -37,6 +37,9 @@ class ISogCLRLoss(nn.Module):
     * the returned scalar has gradient 1/B sum_i (tau_i / s_i) grad_w g_i (eq. 14), with the
       temperatures of this step (before their update). Its value is the batch estimate of F.
 
+    The gradient is routed through one backward matmul (:mod:`.gram`); the weights' exponent
+    is capped at 64 against float32 overflow with a stale s (:mod:`.numerics`, inactive in training).
+
     State: log s, u, tau, 12 bytes per sample (``loss.tau`` is readable, shape (n,)).
 
     Args:

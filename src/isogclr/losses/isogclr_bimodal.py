@@ -44,7 +44,8 @@ class ISogCLRBimodalLoss(nn.Module):
       (eq. 21) with this step's temperatures; its value is the batch estimate of F_B.
 
     Options mirror :class:`.ISogCLRLoss` (``conventions``, ``tau_grad_clip``,
-    ``positive_weight``). State: log s, u, tau per direction, 24 bytes per pair.
+    ``positive_weight``). State: log s, u, tau per direction, 24 bytes per pair. The weights'
+    exponent is capped at 64 against float32 overflow with a stale s (:mod:`.numerics`).
 
     Args:
         num_samples: number of pairs n.

@@ -103,12 +103,11 @@ class NegativeCacheLoss(nn.Module):
 
     @torch.no_grad()
     def _gumbel_argmax(self, logits: torch.Tensor, count: int) -> torch.Tensor:
+        """``count`` exact draws per row from softmax(logits): argmax(logits + G), G = -log E, E ~ Exp(1)."""
         draws = []
-        tiny = torch.finfo(torch.float64).tiny
         for _ in range(count):
-            u = torch.rand(logits.shape, generator=self.generator, dtype=torch.float64).clamp_min(tiny)
-            gumbel = (-torch.log(-torch.log(u))).to(logits.device, logits.dtype)
-            draws.append((logits + gumbel).argmax(dim=1))
+            exponential = torch.empty(logits.shape, dtype=logits.dtype).exponential_(generator=self.generator)
+            draws.append((logits - exponential.log_().to(logits.device)).argmax(dim=1))
         return torch.stack(draws, dim=1)
 
     @torch.no_grad()

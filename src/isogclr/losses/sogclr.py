@@ -32,7 +32,9 @@ class SogCLRLoss(nn.Module):
     similarity z_a^T z gets the weight exp(z_a^T z / tau) / (2 |N_i| u_i), detached.
     epsilon' of eq. 3 is 0: log space keeps g bounded away from 0.
 
-    The returned value is the mini-batch estimate of F; its gradient is the estimator (10).
+    The returned value is the mini-batch estimate of F; its gradient is the estimator (10),
+    routed through one backward matmul (:mod:`.gram`); the weights' exponent is capped at 64
+    against float32 overflow with a stale u (:mod:`.numerics`, inactive in training).
 
     Args:
         num_samples: dataset size n (the state holds n or 2n floats).

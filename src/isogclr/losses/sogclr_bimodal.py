@@ -44,7 +44,8 @@ class SogCLRBimodalLoss(nn.Module):
     (``s_timing``: before or after this step's update). SogCLR's section-4 estimator has a
     single -I_i^T T_i term, a typo for the two of F: we use the gradient of F.
 
-    State: log u^I, log u^T, 8 bytes per pair.
+    State: log u^I, log u^T, 8 bytes per pair. The weights' exponent is capped at 64 against
+    float32 overflow with a stale u (:mod:`.numerics`, inactive in training).
 
     Args:
         num_samples: number of pairs n.
