@@ -60,7 +60,8 @@ class GramGradient(torch.autograd.Function):
     def backward(ctx, grad_output: torch.Tensor):
         feats, grad_sim = ctx.saved_tensors
         with full_precision(feats.device):
-            symmetric = grad_sim + grad_sim.T
+            symmetric = grad_sim.T.contiguous()  # a blocked transpose: G + G.T directly is ~8x slower on CPU
+            symmetric += grad_sim
             grad_feats = symmetric @ feats.detach()
             grad_feats.mul_(grad_output.to(grad_feats.dtype))
         return grad_feats, None, None

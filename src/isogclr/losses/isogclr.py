@@ -10,7 +10,7 @@ from torch import nn
 
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
-from .numerics import capped_weights
+from .numerics import capped_weights_
 from .registry import register_loss
 from .two_views import full_precision
 
@@ -92,15 +92,17 @@ class ISogCLRLoss(nn.Module):
                 log_g_rows = torch.logsumexp(scaled, dim=1) - log_m  # (2B,) per anchor view
                 log_g = torch.logaddexp(log_g_rows[:b], log_g_rows[b:]) - math.log(2)  # (B,) eq. 11
                 log_s = self.s.update(index, log_g[:, None])[:, 0]
-                # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|)
-                weights = capped_weights(scaled - (log_m + log_s.repeat(2))[:, None])
+                # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|),
+                # folded in the exponent: weights = w / (2B)
+                shift = log_m + log_s.repeat(2) + math.log(2 * b)
+                weights = capped_weights_(scaled - shift[:, None], log_g_rows + log_m - shift)
                 mask_own_views(scaled, 0.0)
-                row_term = torch.einsum("ij,ij->i", weights, scaled)  # sum_z w_iaz h_iaz / tau_i
-                pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.ones_like(pos)
+                row_term = (2 * b) * torch.linalg.vecdot(weights, scaled)  # sum_z w_iaz h_iaz / tau_i
+                pos_weight = weights.sum(1) if self.positive_weight == "exact" else torch.full_like(pos, 1 / (2 * b))
                 self._update_temperatures(index, row_term, log_s, tau)
                 value = (tau * (log_g + self.rho)).mean()
                 # gradient w.r.t. the similarities: w on the negatives, -pos_weight on the positive (eq. 14)
-                grad_sim = subtract_positive_weights(weights, pos_weight).div_(2 * b)
+                grad_sim = subtract_positive_weights(weights, pos_weight)
             return GramGradient.apply(feats, grad_sim, value)
 
     @torch.no_grad()

@@ -61,3 +61,22 @@ def bimodal_batch(image: torch.Tensor, text: torch.Tensor) -> BimodalBatch:
     sim = image.to(dtype) @ text.to(dtype).T
     eye = torch.eye(b, dtype=torch.bool, device=sim.device)
     return BimodalBatch(sim=sim, pos=sim.diagonal(), neg_mask=~eye, batch_size=b)
+
+
+def cross_view_rows(z1: torch.Tensor, z2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``"cross"`` layout without the unused same-view blocks (one B x B matmul).
+
+    Returns ``rows`` (2B, B): row r < B is z1_r against every z2_j, row B + r is z2_r against every
+    z1_j; row r's positive is column r mod B. Also ``pos`` (2B,) and the negatives' mask (2B, B).
+    """
+    if z1.shape != z2.shape or z1.dim() != 2:
+        raise ValueError(f"z1 and z2 must both have shape (B, d); got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    b = z1.shape[0]
+    if b < 2:
+        raise ValueError("a contrastive batch needs at least 2 samples")
+    dtype = compute_dtype(z1, z2)
+    sim12 = z1.to(dtype) @ z2.to(dtype).T
+    rows = torch.cat([sim12, sim12.T])
+    pos = sim12.diagonal().repeat(2)
+    neg_mask = ~torch.eye(b, dtype=torch.bool, device=rows.device).repeat(2, 1)
+    return rows, pos, neg_mask

@@ -22,6 +22,12 @@ def capped_weights(log_weights: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_weights.detach().clamp_max(MAX_LOG_WEIGHT))
 
 
-def capped_weights_(log_weights: torch.Tensor) -> torch.Tensor:
-    """In-place :func:`capped_weights` of a tensor without gradient."""
-    return log_weights.clamp_max_(MAX_LOG_WEIGHT).exp_()
+def capped_weights_(log_weights: torch.Tensor, row_bound: torch.Tensor | None = None) -> torch.Tensor:
+    """In-place :func:`capped_weights` of a tensor without gradient.
+
+    ``row_bound`` (one value per row, at least the row's maximum, e.g. its logsumexp) lets the
+    common case skip the clamp pass: it is applied only when some row could exceed the cap.
+    """
+    if row_bound is None or bool((row_bound > MAX_LOG_WEIGHT).any()):
+        log_weights.clamp_max_(MAX_LOG_WEIGHT)
+    return log_weights.exp_()

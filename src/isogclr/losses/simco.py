@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layouts import NegativesT, check_negatives, negative_mask
+from .layouts import NegativesT, check_negatives, cross_view_rows
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
@@ -66,9 +66,12 @@ class SimCoLoss(nn.Module):
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
-            mask = negative_mask(batch, self.negatives)
-            hardness = batch.sim - batch.pos[:, None]
+            if self.negatives == "cross":
+                sim, pos, mask = cross_view_rows(z1, z2)
+            else:
+                batch = two_view_batch(z1, z2)
+                sim, pos, mask = batch.sim, batch.pos, batch.neg_mask
+            hardness = sim - pos[:, None]
             v_alpha = masked_logsumexp(hardness / self.tau_alpha, mask)
             v_beta = masked_logsumexp(hardness / self.tau_beta, mask)
             inter = torch.sigmoid(v_beta).detach()  # 1 - P^+(tau_beta)

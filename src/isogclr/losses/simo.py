@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layouts import NegativesT, check_negatives, negative_mask, num_negatives
+from .layouts import NegativesT, check_negatives, cross_view_rows, num_negatives
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
@@ -59,11 +59,15 @@ class SiMoLoss(nn.Module):
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
-            mask = negative_mask(batch, self.negatives)
-            log_ratio = math.log(self.alpha / num_negatives(batch.batch_size, self.negatives))
-            v = masked_logsumexp((batch.sim - batch.pos[:, None]) / self.tau, mask)
+            if self.negatives == "cross":
+                sim, pos, mask = cross_view_rows(z1, z2)
+            else:
+                batch = two_view_batch(z1, z2)
+                sim, pos, mask = batch.sim, batch.pos, batch.neg_mask
+            b = len(z1)
+            log_ratio = math.log(self.alpha / num_negatives(b, self.negatives))
+            v = masked_logsumexp((sim - pos[:, None]) / self.tau, mask)
             losses = F.softplus(log_ratio + v)
             if not self.symmetric:
-                losses = losses[: batch.batch_size]
+                losses = losses[:b]
             return losses.mean()

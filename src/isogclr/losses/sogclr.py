@@ -76,8 +76,9 @@ class SogCLRLoss(nn.Module):
                 log_u_anchor = log_u.T.reshape(-1) if self.version == "v1" else log_u[:, 0].repeat(2)
                 # eq. 10: each negative gets tau/u_i * d g_i (weight exp(s / tau) / (|N_i| u_i)) and the
                 # positive -1; the mean over the 2B rows averages the views. In place: logits -> weights -> G
-                grad_sim = capped_weights_(logits.sub_((log_m + log_u_anchor)[:, None]))
-                grad_sim.div_(2 * b)
+                shift = log_m + log_u_anchor + math.log(2 * b)  # the 1/(2B) of the mean folded in the exponent
+                lse_bound = log_g_anchor + log_m - shift  # >= each row's largest exponent
+                grad_sim = capped_weights_(logits.sub_(shift[:, None]), lse_bound)
                 subtract_positive_weights(grad_sim, 1.0 / (2 * b))
                 if self.version == "v1":
                     value = (-pos + self.tau * log_g_anchor).mean()

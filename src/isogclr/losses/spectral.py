@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .layouts import NegativesT, check_negatives, negative_mask
+from .layouts import NegativesT, check_negatives, cross_view_rows, negative_mask
 from .registry import register_loss
 from .two_views import full_precision, two_view_batch
 
@@ -39,13 +39,14 @@ class SpectralContrastiveLoss(nn.Module):
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
         with full_precision(z1.device):
-            batch = two_view_batch(z1, z2)
-            b = batch.batch_size
-            if self.negatives == "cross":  # only the (z1, z2) block is needed
-                cross = batch.sim[:b, b:]
-                off = ~torch.eye(b, dtype=torch.bool, device=cross.device)
-                negative_term = cross.square()[off].mean()
+            b = len(z1)
+            if self.negatives == "cross":  # only the (z1, z2) block is needed: one B x B matmul
+                rows, pos, _ = cross_view_rows(z1, z2)
+                cross = rows[:b]
+                squares = cross.square()
+                negative_term = (squares.sum() - squares.diagonal().sum()) / (b * (b - 1))
             else:
-                mask = negative_mask(batch, "all")
-                negative_term = batch.sim.square()[mask].mean()
-            return -2.0 * batch.pos[:b].mean() + negative_term
+                batch = two_view_batch(z1, z2)
+                pos = batch.pos
+                negative_term = batch.sim.square()[negative_mask(batch, "all")].mean()
+            return -2.0 * pos[:b].mean() + negative_term
