@@ -72,7 +72,7 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
     stages = subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=repo, env=env, check=True,
                             capture_output=True, text=True).stdout.split()
     train = [s for s in stages if s.startswith("train@")]
-    assert len(train) == 36 and "train@isogclr-cifar100_lt-2" in train
+    assert len(train) == 48 and "train@isogclr-cifar100_lt-2" in train
     assert "table1_unimodal" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
     assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout

@@ -150,6 +150,9 @@ def validate_params(params: dict[str, Any]) -> None:
         for s in table["seeds"]:
             if not isinstance(s, int) or s < 0:
                 raise ConfigError(f"{section}.seeds: seeds are non-negative integers, got {s!r}")
+        for m in table.get("paper_rows") or {}:
+            if m not in table["methods"]:
+                raise ConfigError(f"{section}.paper_rows: {m!r} is not in {section}.methods")
     _shared_sections(params)
 
 

@@ -52,8 +52,12 @@ def mean_std(runs: pd.DataFrame, metric: str = "top1") -> pd.DataFrame:
     return out
 
 
-def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
-    """Rows: methods. Per dataset: our mean +- std and the paper's number on its counterpart dataset."""
+def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, paper_rows: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows: methods. Per dataset: our mean +- std and the paper's number on its counterpart dataset.
+
+    ``paper_rows`` maps a method to the paper's row it is compared with (default: the same name).
+    """
+    paper_rows = paper_rows or {}
     table = pd.DataFrame(index=pd.Index(ours["method"].unique(), name="method"))
     for dataset in ours["dataset"].unique():
         counterpart = PAPER_COUNTERPART.get(dataset)
@@ -61,9 +65,10 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         table[f"ours {dataset}"] = [f"{r['mean']:.2f} ± {r['std']:.2f}" for _, r in mine.loc[table.index].iterrows()]
         if counterpart is not None:
             theirs = paper[paper["dataset"] == counterpart].set_index("method")
+            rows = [paper_rows.get(m, m) for m in table.index]
             table[f"paper {counterpart}"] = [
-                f"{theirs.loc[m, 'mean']:.2f} ± {theirs.loc[m, 'std']:.2f}" if m in theirs.index else "n/a"
-                for m in table.index]
+                f"{theirs.loc[r, 'mean']:.2f} ± {theirs.loc[r, 'std']:.2f}" if r in theirs.index else "n/a"
+                for r in rows]
     return table
 
 
