@@ -70,3 +70,13 @@ def test_cli_help():
     result = subprocess.run([sys.executable, "-m", "isogclr", "--help"], capture_output=True, text=True, check=True)
     for command in ("validate", "synthetic", "train", "notebooks"):
         assert command in result.stdout
+
+
+def test_epochs_by_dataset_overrides_epochs(smoke_params):
+    params = copy.deepcopy(smoke_params)
+    params["train"]["epochs_by_dataset"] = {"synth10_lt": 7}
+    assert run_config(params, "simclr", "synth10_lt", 0).train.epochs == 7
+    assert run_config(params, "simclr", "synth10", 0).train.epochs == params["train"]["epochs"]
+    params["train"]["epochs_by_dataset"] = {"synth10_lt": 0}
+    with pytest.raises(ConfigError, match="^train: epochs_by_dataset.synth10_lt"):
+        validate_params(params)

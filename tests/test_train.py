@@ -102,3 +102,20 @@ def test_warmup_cosine():
     assert warmup_cosine(9, 100, 10) == pytest.approx(1.0)
     assert warmup_cosine(55, 100, 10) == pytest.approx(0.5)
     assert warmup_cosine(100, 100, 10, 0.1) == pytest.approx(0.1)
+
+
+def test_torchrun_two_cpu_processes(tmp_path, smoke_params, smoke_data):
+    """The README's multi-process command, on CPU with gloo: the run completes and rank 0 writes the outputs."""
+    _, params = smoke_run(smoke_params, smoke_data, epochs=1)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                             "-m", "isogclr", "train", "--params", str(path), "--method", "isogclr", "--dataset",
+                             "synth10", "--seed", "0", "--out", str(tmp_path / "runs"),
+                             "--checkpoints", str(tmp_path / "ckpt")],
+                            capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = tmp_path / "runs" / "isogclr-synth10-s0"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert {"top1", "knn1_top1"} <= set(metrics)
+    assert result.stdout.count("epoch 1/1") == 1  # only rank 0 logs

@@ -49,16 +49,26 @@ class TrainConfig:
     """``train`` in params.yaml (the optimizer is ``train.optimizer``)."""
 
     epochs: int = 400
+    epochs_by_dataset: dict[str, int] | None = None  # per-dataset override of ``epochs``
     batch_size: int = 128
     checkpoint_every: int = 0  # steps between checkpoints; 0 = at the end of every epoch only
     device: str = "auto"
     num_threads: int = 0  # torch CPU threads; 0 = torch's default
+    precision: str = "fp32"  # "bf16" / "fp16": autocast on GPU (ignored on CPU, where it would only slow down)
+    channels_last: bool = False
+    compile: bool = False  # torch.compile the model
+    sync_bn: bool = False  # SyncBatchNorm across processes (DDP)
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 2:
             raise ValueError(f"need epochs >= 1 and batch_size >= 2, got {self.epochs}, {self.batch_size}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        for name, epochs in (self.epochs_by_dataset or {}).items():
+            if not isinstance(epochs, int) or epochs < 1:
+                raise ValueError(f"epochs_by_dataset.{name} must be an integer >= 1, got {epochs!r}")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"precision must be fp32, bf16 or fp16, got {self.precision!r}")
 
 
 @dataclass(frozen=True)
@@ -180,5 +190,9 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
     """The resolved config of run (method, dataset, seed), validated."""
     if dataset not in DATASETS:
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
+    sections = _shared_sections(params)
+    train = sections["train"]
+    epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
+    sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
     return RunConfig(run_id=run_id(method, dataset, seed), method=_method(params, method), dataset=dataset,
-                     seed=int(seed), **_shared_sections(params))
+                     seed=int(seed), **sections)

@@ -81,8 +81,14 @@ def _hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v[..., None] - v[..., None] * s[..., None] * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
 
 
-def render(fine: np.ndarray, size: int, rng: np.random.Generator, noise: float) -> tuple[np.ndarray, dict]:
-    """Render images of fine classes ``fine`` (N,) -> uint8 (N, size, size, 3) and their attributes."""
+def render(fine: np.ndarray, size: int, rng: np.random.Generator, noise: float,
+           overrides: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, dict]:
+    """Render images of fine classes ``fine`` (N,) -> uint8 (N, size, size, 3) and their attributes.
+
+    ``overrides`` maps drawn attributes (hue, sat, val, radius, cx, cy, phase, bg, bg_hue) to values
+    (a scalar or (N,) array; NaN entries keep the random draw) that replace the random draws before
+    drawing. The random draws are made either way, so the generator's stream is the same with or without.
+    """
     n = len(fine)
     sup, tex = np.divmod(fine, FINE_PER_SUPERCLASS)
     lobes, style = 3 + sup % len(LOBES), sup // len(LOBES)
@@ -91,6 +97,11 @@ def render(fine: np.ndarray, size: int, rng: np.random.Generator, noise: float) 
         "radius": rng.uniform(0.22, 0.36, n), "cx": rng.uniform(0.35, 0.65, n), "cy": rng.uniform(0.35, 0.65, n),
         "phase": rng.uniform(0, 2 * np.pi, n), "bg": rng.uniform(0.0, 1.0, n), "bg_hue": rng.random(n),
     }
+    for key, value in (overrides or {}).items():
+        if key not in attrs:
+            raise ValueError(f"render: cannot override {key!r}; drawn attributes are {sorted(attrs)}")
+        value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
+        attrs[key] = np.where(np.isnan(value), attrs[key], value)
     grid = (np.arange(size) + 0.5) / size
     yy, xx = np.meshgrid(grid, grid, indexing="ij")
     pair = (style == 3)[:, None, None]

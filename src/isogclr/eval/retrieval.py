@@ -1,0 +1,48 @@
+"""Zero-shot image-text retrieval and classification (the CLIP / Karpathy protocols)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+@torch.no_grad()
+def retrieval_recall(image_x: torch.Tensor, text_x: torch.Tensor, text_to_image: torch.Tensor,
+                     ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, float]:
+    """Recall@K (%) for image retrieval (IR: text -> its image) and text retrieval (TR: image -> any of its texts).
+
+    Args:
+        image_x: (N_img, d) image features; text_x: (N_txt, d) text features (normalised here).
+        text_to_image: (N_txt,) index of each caption's image (five captions per image in Karpathy splits).
+    """
+    image_x, text_x = F.normalize(image_x.float(), dim=1), F.normalize(text_x.float(), dim=1)
+    sim = image_x @ text_x.T  # (N_img, N_txt)
+    out = {}
+    # IR: for each text, the rank of its image among all images
+    ir_scores = sim.T  # (N_txt, N_img)
+    true_ir = ir_scores.gather(1, text_to_image[:, None])
+    ir_rank = (ir_scores > true_ir).sum(1)
+    # TR: for each image, the best rank among its captions
+    owner = F.one_hot(text_to_image, num_classes=len(image_x)).T.bool()  # (N_img, N_txt)
+    best_true = sim.masked_fill(~owner, float("-inf")).max(1, keepdim=True).values
+    tr_rank = (sim > best_true).sum(1)
+    for k in ks:
+        out[f"ir_r{k}"] = 100.0 * (ir_rank < k).float().mean().item()
+        out[f"tr_r{k}"] = 100.0 * (tr_rank < k).float().mean().item()
+    return out
+
+
+@torch.no_grad()
+def class_embeddings(text_features_per_class: list[torch.Tensor]) -> torch.Tensor:
+    """Each class: the normalised mean of its normalised prompt-template embeddings (CLIP's ensembling)."""
+    return F.normalize(torch.stack([F.normalize(t.float(), dim=1).mean(0) for t in text_features_per_class]), dim=1)
+
+
+@torch.no_grad()
+def zero_shot_accuracy(image_x: torch.Tensor, labels: torch.Tensor, class_x: torch.Tensor,
+                       ks: tuple[int, ...] = (1, 3, 5)) -> dict[str, float]:
+    """Top-k accuracy (%) of classifying images by their most similar class embedding."""
+    logits = F.normalize(image_x.float(), dim=1) @ F.normalize(class_x.float(), dim=1).T
+    top = logits.topk(max(ks), dim=1).indices
+    hits = top == labels[:, None]
+    return {f"top{k}": 100.0 * hits[:, :k].any(1).float().mean().item() for k in ks}

@@ -1,0 +1,72 @@
+"""Multi-process training helpers (torchrun / torch.distributed).
+
+Contrastive losses need the global batch: every rank gathers all ranks' features *with
+gradients* (``torch.distributed.nn.functional.all_gather``) and the dataset indices, and
+evaluates the same global loss. Each rank therefore applies the same per-sample state
+update to the same indices with the same inputs, so the state (s, u, tau) stays identical
+on every rank without extra communication. The backward of ``all_gather`` sums every
+rank's gradient into the local features, i.e. world_size x the single-process gradient;
+DDP's gradient averaging divides it back, so parameters get exactly the global-batch gradient.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
+
+
+@dataclass(frozen=True)
+class DistContext:
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def setup(device: torch.device) -> DistContext:
+    """Join the process group that torchrun describes (WORLD_SIZE, RANK, LOCAL_RANK); one process otherwise.
+
+    NCCL on GPUs, gloo on CPUs. On GPUs each process takes the device ``LOCAL_RANK``.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return DistContext(0, 1, device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    return DistContext(dist.get_rank(), dist.get_world_size(), device)
+
+
+def barrier() -> None:
+    if is_distributed():
+        dist.barrier()
+
+
+def is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` from all ranks (rank order) keeping the autograd graph; identity on one process."""
+    if not is_distributed():
+        return x
+    return torch.cat(dist_fn.all_gather(x))
+
+
+@torch.no_grad()
+def gather_no_grad(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` (e.g. dataset indices) from all ranks, without gradient."""
+    if not is_distributed():
+        return x
+    parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat(parts)

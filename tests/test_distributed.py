@@ -1,0 +1,67 @@
+"""Two CPU processes (gloo) give the same per-sample state and gradients as one process with the global batch."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from isogclr.losses import build_loss
+from isogclr.train.distributed import gather_no_grad, gather_with_grad
+
+N, B, D, WORLD = 24, 8, 6, 2
+CASES = {
+    "simclr": ("simclr", {"tau": 0.2}, False),
+    "sogclr": ("sogclr", {"tau": 0.2, "gamma": 0.7}, False),
+    "isogclr": ("isogclr", {"rho": 0.3, "tau_init": 0.4, "eta": 0.5}, False),
+    "isogclr_bimodal": ("isogclr_bimodal", {"rho": 1.0, "tau_init": 0.1, "tau_min": 0.005, "eta": 0.5}, True),
+}
+
+
+def batches():
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):  # three steps: later steps read the state the earlier ones wrote
+        index = torch.randperm(N, generator=g)[:B]
+        z1 = F.normalize(torch.randn(B, D, generator=g, dtype=torch.float64), dim=1)
+        z2 = F.normalize(torch.randn(B, D, generator=g, dtype=torch.float64), dim=1)
+        yield index, z1, z2
+
+
+def run(loss_fn, rank: int, world: int):
+    grads = []
+    for index, z1, z2 in batches():
+        local = slice(rank * B // world, (rank + 1) * B // world)
+        a, b = z1[local].clone().requires_grad_(), z2[local].clone().requires_grad_()
+        loss = loss_fn(gather_with_grad(a), gather_with_grad(b), gather_no_grad(index[local]))
+        loss.backward()
+        grads.append((loss.detach(), a.grad, b.grad))
+    return grads, {k: v.clone() for k, v in loss_fn.state_dict().items()}
+
+
+def worker(rank: int, case: str, init_file: str, out_dir: str) -> None:
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    name, kwargs, _ = CASES[case]
+    torch.save(run(build_loss(name, N, **kwargs), rank, WORLD), os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_two_processes_match_one(tmp_path, case):
+    name, kwargs, _ = CASES[case]
+    single_grads, single_state = run(build_loss(name, N, **kwargs), 0, 1)
+    mp.spawn(worker, args=(case, str(tmp_path / "init"), str(tmp_path)), nprocs=WORLD, join=True)
+    for rank in range(WORLD):
+        grads, state = torch.load(tmp_path / f"rank{rank}.pt")
+        local = slice(rank * B // WORLD, (rank + 1) * B // WORLD)
+        for (loss, ga, gb), (loss1, ga1, gb1) in zip(grads, single_grads, strict=True):
+            torch.testing.assert_close(loss, loss1, rtol=1e-12, atol=1e-12)
+            # all_gather's backward sums every rank's gradient: world x the single-process one (DDP divides)
+            torch.testing.assert_close(ga, WORLD * ga1[local], rtol=1e-10, atol=1e-12)
+            torch.testing.assert_close(gb, WORLD * gb1[local], rtol=1e-10, atol=1e-12)
+        assert state.keys() == single_state.keys()
+        for key, value in state.items():
+            torch.testing.assert_close(value, single_state[key], rtol=0, atol=0, msg=key)

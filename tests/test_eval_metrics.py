@@ -1,0 +1,56 @@
+"""Evaluation metrics on hand-made cases whose answers are known."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from isogclr.eval.knn import knn_accuracy
+from isogclr.eval.linear_probe import ProbeConfig, linear_probe
+from isogclr.eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
+
+E = torch.eye(4)
+
+
+def test_knn_on_known_points():
+    train_x = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9], [0.2, 0.8]])
+    train_y = torch.tensor([0, 0, 1, 1, 1])
+    test_x = torch.tensor([[1.0, 0.05], [0.05, 1.0], [0.8, 0.2]])
+    test_y = torch.tensor([0, 1, 1])  # the last point is nearer to class 0: 1-NN gets 2 of 3
+    assert knn_accuracy(train_x, train_y, test_x, test_y, k=1) == pytest.approx(200 / 3)
+    # k = 5 votes 3 to 2 for class 1 everywhere
+    assert knn_accuracy(train_x, train_y, test_x, test_y, k=5) == pytest.approx(200 / 3)
+    with pytest.raises(ValueError, match="k must be"):
+        knn_accuracy(train_x, train_y, test_x, test_y, k=6)
+
+
+def test_retrieval_recall_known_ranks():
+    images = E[:3]
+    # 2 captions per image: image 0's captions match it; image 1's first caption matches image 2 best
+    texts = torch.stack([E[0], E[0], E[2] + 0.1 * E[1], E[1], E[2], E[2]])
+    owner = torch.tensor([0, 0, 1, 1, 2, 2])
+    r = retrieval_recall(images, texts, owner, ks=(1, 2))
+    assert r["ir_r1"] == pytest.approx(100 * 5 / 6)  # caption 2 retrieves image 2 first
+    assert r["ir_r2"] == pytest.approx(100.0)
+    # TR: image 1's best caption (3) ranks after... captions 0,1 (sim 0) ties are not ahead; rank 1 is caption 3
+    assert r["tr_r1"] == pytest.approx(100.0)
+
+
+def test_zero_shot_topk():
+    classes = class_embeddings([torch.stack([E[0], E[0] + 0.1 * E[1]]), E[1:2], E[2:3], E[3:4]])
+    images = torch.stack([E[0], E[1], 0.6 * E[2] + 0.8 * E[3]])
+    labels = torch.tensor([0, 1, 2])
+    acc = zero_shot_accuracy(images, labels, classes, ks=(1, 2))
+    assert acc["top1"] == pytest.approx(200 / 3) and acc["top2"] == pytest.approx(100.0)
+
+
+def test_linear_probe_separable_data_and_final_epoch_reporting():
+    g = torch.Generator().manual_seed(0)
+    centers = 3 * torch.eye(3)
+    y = torch.arange(300) % 3
+    x = centers[y] + 0.3 * torch.randn(300, 3, generator=g)
+    cfg = ProbeConfig(epochs=10, lr=1.0, milestones=(5,), batch_size=32)
+    r = linear_probe(x[:200], y[:200], x[200:], y[200:], 3, cfg)
+    assert r["top1"] == r["top1_final"] == pytest.approx(100.0)
+    best = linear_probe(x[:200], y[:200], x[200:], y[200:], 3, ProbeConfig(epochs=3, lr=1.0, report="best"))
+    assert best["top1"] == best["top1_best"] >= best["top1_final"]
