@@ -37,6 +37,7 @@ def test_params_yaml_is_the_mini_profile():
     (lambda p: p["probe"].update(report="best_epoch"), "probe"),
     (lambda p: p["data"]["synthetic"].update(image_size=4), "data.synthetic"),
     (lambda p: p["table1"].update(seeds=[-1]), "table1.seeds"),
+    (lambda p: p["temperatures"].update(methods=["simclr_x"]), "temperatures.methods"),
 ])
 def test_invalid_values_name_their_key(smoke_params, edit, key):
     params = copy.deepcopy(smoke_params)

@@ -54,3 +54,24 @@ def test_linear_probe_separable_data_and_final_epoch_reporting():
     assert r["top1"] == r["top1_final"] == pytest.approx(100.0)
     best = linear_probe(x[:200], y[:200], x[200:], y[200:], 3, ProbeConfig(epochs=3, lr=1.0, report="best"))
     assert best["top1"] == best["top1_best"] >= best["top1_final"]
+
+
+def test_exact_objective_and_grad_norm_match_direct_autograd():
+    from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 8), torch.nn.BatchNorm1d(8),
+                                torch.nn.ReLU(), torch.nn.Linear(8, 5)).double()
+    views = torch.randn(7, 2, 3, 2, 2, dtype=torch.float64)
+    value, norm = exact_objective_and_grad_norm(model, views, tau=0.3, chunk=3)  # chunks of 3, 3, 1 images
+    model.eval()
+    direct = global_contrastive_loss(model(views.flatten(0, 1)).reshape(7, 2, -1), 0.3)
+    grads = torch.autograd.grad(direct, list(model.parameters()))
+    assert value == pytest.approx(direct.item(), rel=1e-12)
+    assert norm == pytest.approx(sum((g ** 2).sum() for g in grads).item(), rel=1e-10)
+    # the objective is the GCL with all (n - 1) * A negatives: with A = 2 it is SogCLR's v1 with gamma = 1
+    from isogclr.losses import SogCLRLoss
+
+    feats = torch.nn.functional.normalize(model(views.flatten(0, 1)).reshape(7, 2, -1), dim=-1)
+    sog = SogCLRLoss(7, tau=0.3, gamma=1.0)(feats[:, 0], feats[:, 1], torch.arange(7))
+    assert sog.item() == pytest.approx(direct.item(), rel=1e-10)

@@ -80,3 +80,29 @@ def test_wordpiece_tokenizer_trains_offline_and_is_deterministic():
                                      truncation=True)["input_ids"]
     assert enc["input_ids"][0][0] == tok_a.cls_token_id and len(enc["input_ids"][0]) == 16
     assert tok_a.unk_token_id not in enc["input_ids"][0]
+
+
+def test_pretrained_weights_absent_offline_give_a_clear_error(monkeypatch, tmp_path):
+    from isogclr.models import build_encoder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(RuntimeError, match="resnet50.*not available offline"):
+        build_encoder(EncoderConfig(arch="resnet50", width=64, cifar_stem=False, pretrained=True))
+
+
+def test_exported_standard_encoder_loads_with_timm(tmp_path):
+    """A run's artifacts/encoder.pt of a standard-stem encoder loads with timm.create_model(checkpoint_path=...)."""
+    import timm
+
+    from isogclr.models import build_encoder
+    from isogclr.train.checkpoint import save_torch
+
+    enc = build_encoder(EncoderConfig(arch="resnet18", width=64, cifar_stem=False))
+    save_torch(enc.state_dict(), tmp_path / "encoder.pt")
+    loaded = timm.create_model("resnet18", num_classes=0, checkpoint_path=str(tmp_path / "encoder.pt"))
+    x = torch.randn(1, 3, 64, 64)
+    enc.eval()
+    loaded.eval()
+    torch.testing.assert_close(loaded(x), enc(x))

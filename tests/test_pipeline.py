@@ -37,6 +37,8 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     # the numbers in the table are the runs' numbers
     top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
     assert f"{top1:.2f} ± 0.00" in table
+    correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
+    assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
     start = time.perf_counter()
     again = subprocess.run([str(BIN / "dvc"), "repro"], cwd=repo, env=env, capture_output=True, text=True)

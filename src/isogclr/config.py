@@ -163,6 +163,13 @@ def validate_params(params: dict[str, Any]) -> None:
         for m in table.get("paper_rows") or {}:
             if m not in table["methods"]:
                 raise ConfigError(f"{section}.paper_rows: {m!r} is not in {section}.methods")
+    temperatures = params.get("temperatures")
+    if temperatures is not None:  # reuses Table 1's runs: its methods and datasets must be among them
+        table = params.get("table1") or {}
+        for key in ("methods", "datasets"):
+            for value in temperatures.get(key) or []:
+                if value not in (table.get(key) or []):
+                    raise ConfigError(f"temperatures.{key}: {value!r} is not in table1.{key} (its runs are reused)")
     _shared_sections(params)
 
 

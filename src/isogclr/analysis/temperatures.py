@@ -1,0 +1,51 @@
+"""Learned per-sample temperatures against the frequency of each sample's semantics (iSogCLR Sec. 6.3).
+
+The paper's central claim: samples with frequent semantics learn large temperatures, samples with
+rare semantics small ones. On long-tailed data whose classes we generated, a sample's semantic
+frequency is known exactly: the number of training samples of its class.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from scipy.stats import spearmanr
+
+
+def load_temperatures(runs_dir: Path | str, run_ids: list[str]) -> pd.DataFrame:
+    """``tau.csv`` of each run with its class frequency (training samples of the class) and run id."""
+    frames = []
+    for rid in run_ids:
+        path = Path(runs_dir) / rid / "artifacts" / "tau.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: the run {rid} has no per-sample temperatures "
+                                    "(only iSogCLR-type losses write them) or has not run")
+        df = pd.read_csv(path)
+        df["class_frequency"] = df.groupby("label")["label"].transform("size")
+        df["run"] = rid
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
+    """Per run: Spearman correlation between tau and class frequency, over samples and over class means."""
+    rows = []
+    for rid, df in taus.groupby("run", sort=False):
+        per_class = df.groupby("label").agg(tau=("tau", "mean"), frequency=("class_frequency", "first"))
+        rows.append({
+            "run": rid, "samples": len(df),
+            "spearman_samples": spearmanr(df["tau"], df["class_frequency"]).statistic,
+            "spearman_class_means": spearmanr(per_class["tau"], per_class["frequency"]).statistic,
+            "tau_mean": df["tau"].mean(), "tau_std": df["tau"].std(),
+        })
+    return pd.DataFrame(rows)
+
+
+def extreme_class_distribution(taus: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Figure 5 (left): the class distribution of the k largest-tau and the k smallest-tau samples of one run."""
+    largest = taus.nlargest(k, "tau")["label"].value_counts(normalize=True)
+    smallest = taus.nsmallest(k, "tau")["label"].value_counts(normalize=True)
+    counts = taus.groupby("label")["class_frequency"].first()
+    return pd.DataFrame({"class_frequency": counts, "share_largest_tau": largest, "share_smallest_tau": smallest}
+                        ).fillna(0.0).sort_values("class_frequency", ascending=False)
