@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import ConfigError, load_params, run_config, synthetic_spec, validate_params
+from .config import ConfigError, load_params, pair_spec, run_config, synthetic_spec, validate_params
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -27,6 +27,16 @@ def _synthetic(args: argparse.Namespace) -> int:
     spec = synthetic_spec(params)
     t0 = time.perf_counter()
     write_synthetic(spec, Path(args.out))
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({spec})")
+    return 0
+
+
+def _synthetic_pairs(args: argparse.Namespace) -> int:
+    from .data.synthetic_pairs import write_synthetic_pairs
+
+    spec = pair_spec(load_params(args.params))
+    t0 = time.perf_counter()
+    write_synthetic_pairs(spec, Path(args.out))
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({spec})")
     return 0
 
@@ -64,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--out", default="data/synthetic")
     p.set_defaults(func=_synthetic)
+
+    p = sub.add_parser("synthetic-pairs", help="generate image-text pairs, retrieval and zero-shot sets "
+                                               "(data.synthetic_pairs)")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--out", default="data/synthetic_pairs")
+    p.set_defaults(func=_synthetic_pairs)
 
     p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed>")
     p.add_argument("--method", required=True, help="a key of `methods` in params.yaml")

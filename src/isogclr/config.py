@@ -16,6 +16,7 @@ import yaml
 from .data import DATASETS
 from .data.augment import AugmentConfig
 from .data.synthetic import SyntheticSpec
+from .data.synthetic_pairs import PairSpec
 from .eval.linear_probe import ProbeConfig
 from .losses import LOSSES, MovingAverageConventions, build_loss
 from .models import EncoderConfig, HeadConfig
@@ -138,9 +139,14 @@ def synthetic_spec(params: dict[str, Any]) -> SyntheticSpec:
     return _typed(SyntheticSpec, raw, "data.synthetic")
 
 
+def pair_spec(params: dict[str, Any]) -> PairSpec:
+    return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")
+
+
 def validate_params(params: dict[str, Any]) -> None:
     """Check every section and every run the tables ask for; raise :class:`ConfigError` naming the key."""
     synthetic_spec(params)
+    pair_spec(params)
     for name in params.get("methods") or {}:
         _method(params, name)
     for section in TABLE_SECTIONS:
