@@ -44,6 +44,8 @@ notebooks: setup
 
 benchmarks: setup
 	$(BIN)/python benchmarks/bench_losses.py
+	$(BIN)/python benchmarks/bench_train.py
+	$(BIN)/python benchmarks/bench_augment.py
 
 clean-venv:
 	rm -rf $(VENV)
