@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -71,7 +74,7 @@ def test_distilbert_base_from_config_steps():
     assert out.shape == (2, 256)
 
 
-def test_wordpiece_tokenizer_trains_offline_and_is_deterministic():
+def test_wordpiece_tokenizer_trains_offline_and_is_deterministic(tmp_path):
     captions = [f"a {c} {s} on a {b} background" for c in ("red", "blue", "green") for s in ("star", "ring")
                 for b in ("dark", "light")] * 5
     tok_a, tok_b = (train_wordpiece(captions, vocab_size=120, max_length=16) for _ in range(2))
@@ -80,6 +83,13 @@ def test_wordpiece_tokenizer_trains_offline_and_is_deterministic():
                                      truncation=True)["input_ids"]
     assert enc["input_ids"][0][0] == tok_a.cls_token_id and len(enc["input_ids"][0]) == 16
     assert tok_a.unk_token_id not in enc["input_ids"][0]
+    # the same ids in another process (the trainer's own ids depend on hash order)
+    script = ("import json, sys; from isogclr.models.text import train_wordpiece; "
+              "caps = json.loads(sys.argv[1]); t = train_wordpiece(caps, 120, 16); "
+              "print(json.dumps(t(['a red star on a dark background'])['input_ids']))")
+    ids = [json.loads(subprocess.run([sys.executable, "-c", script, json.dumps(captions)], check=True,
+                                     capture_output=True, text=True).stdout) for _ in range(3)]
+    assert all(i == tok_a(["a red star on a dark background"])["input_ids"] for i in ids)
 
 
 def test_pretrained_weights_absent_offline_give_a_clear_error(monkeypatch, tmp_path):

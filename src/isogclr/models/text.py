@@ -7,11 +7,12 @@ a config and a WordPiece tokenizer trained on the training captions with ``token
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from torch import nn
 from transformers import DistilBertConfig, DistilBertModel, PreTrainedTokenizerFast
 
@@ -32,12 +33,25 @@ class TextEncoderConfig:
 
 
 def train_wordpiece(captions: Iterable[str], vocab_size: int, max_length: int) -> PreTrainedTokenizerFast:
-    """A lower-cased WordPiece tokenizer trained on ``captions`` (deterministic for the same input)."""
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(captions, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                                                show_progress=False))
+    """A lower-cased WordPiece tokenizer whose vocabulary is learned from ``captions``, deterministically.
+
+    The vocabulary: the special tokens, every character seen (alone and as a ``##`` continuation,
+    so no word is ever unknown), then the most frequent whole words (ties broken alphabetically)
+    up to ``vocab_size``. (``tokenizers``' own WordPiece trainer breaks ties in hash-map order,
+    which changes the vocabulary from one process to the next.)
+    """
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for caption in captions:
+        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(caption)))
+    chars = sorted({c for word in counts for c in word})
+    vocab = SPECIAL_TOKENS + chars + [f"##{c}" for c in chars]
+    words = sorted((w for w in counts if len(w) > 1), key=lambda w: (-counts[w], w))
+    vocab += words[:max(vocab_size - len(vocab), 0)]
+    tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls),
                                                                                                  ("[SEP]", sep)])
