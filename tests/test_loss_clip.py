@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, CLIPLoss, build_loss
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -32,15 +34,6 @@ def ref_clip(image, text, tau, positive_in_denominator=True):
         to_image = sum(torch.exp(image[j] @ text[i] / tau) for j in keep)
         total = total - torch.log(pos / to_text) - torch.log(pos / to_image)
     return total / (2 * b)
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("positive_in_denominator", [True, False])

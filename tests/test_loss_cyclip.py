@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, CLIPLoss, CyCLIPLoss, build_loss
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -29,15 +31,6 @@ def ref_cyclip(image, text, tau, lambda_in, lambda_cross):
     inmodal = sum((image[j] @ image[k] - text[j] @ text[k]) ** 2 for j in range(n) for k in range(n)) / n
     crossmodal = sum((image[j] @ text[k] - image[k] @ text[j]) ** 2 for j in range(n) for k in range(n)) / n
     return clip + lambda_in * inmodal + lambda_cross * crossmodal
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("lambdas", [(0.25, 0.25), (1.0, 0.0), (0.0, 2.0)])

@@ -18,23 +18,9 @@ from isogclr.losses import ISogCLRLoss, MovingAverageConventions, SogCLRBimodalL
 from isogclr.losses.gram import GramGradient, two_view_features
 from isogclr.losses.isogclr_bimodal import ISogCLRBimodalLoss
 
+from .loss_helpers import assert_close, features, grads
+
 B, D = 6, 5
-
-
-def features(seed=0, b=B, d=D, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    z1 = F.normalize(torch.randn(b, d, generator=g, dtype=dtype), dim=1).requires_grad_()
-    z2 = F.normalize(torch.randn(b, d, generator=g, dtype=dtype), dim=1).requires_grad_()
-    return z1, z2
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 def masks(b):

@@ -10,6 +10,8 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, ISogCLRBimodalLoss, MovingAverageConventions, build_loss
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -35,15 +37,6 @@ def ref_terms(image, text, tau_image, tau_text, rho):
     """Per-pair terms of F_B: tau_i log g_{x_i} + tau'_i log g_{t_i} + (tau_i + tau'_i) rho."""
     g_image, g_text = g_terms(image, text, tau_image, tau_text)
     return tau_image * torch.log(g_image) + tau_text * torch.log(g_text) + (tau_image + tau_text) * rho
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 def make(**kwargs):

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, CLIPLoss, MovingAverageConventions, SogCLRBimodalLoss, build_loss
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -34,15 +36,6 @@ def ref_two_way_gcl(image, text, tau, factor=0.5):
     g_image, g_text = g_values(image, text, tau)
     pos = (image * text).sum(1)
     return factor * (tau * torch.log(g_image) - pos + tau * torch.log(g_text) - pos).mean()
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("s_timing", ["previous", "updated"])

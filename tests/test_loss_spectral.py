@@ -8,14 +8,9 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, SpectralContrastiveLoss, build_loss
 
+from .loss_helpers import assert_close, features, grads
+
 B, D = 6, 5
-
-
-def features(seed=0, b=B, d=D, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    z1 = F.normalize(torch.randn(b, d, generator=g, dtype=dtype), dim=1).requires_grad_()
-    z2 = F.normalize(torch.randn(b, d, generator=g, dtype=dtype), dim=1).requires_grad_()
-    return z1, z2
 
 
 def ref_spectral(z1, z2, negatives):
@@ -29,15 +24,6 @@ def ref_spectral(z1, z2, negatives):
                  for j in range(b) if j != i for c in range(2)]
     negative = sum((u @ v) ** 2 for u, v in pairs) / len(pairs)
     return -2 * positive + negative
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("negatives", ["cross", "all"])

@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 from isogclr.losses import LOSSES, SimCLRLoss, TaUSimCLRLoss, build_loss
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -33,15 +35,6 @@ def ref_tau_simclr(z1, z2, e1, e2, t, positive_in_denominator):
                 terms.append(torch.exp(anchor @ positive / tau))
             total = total - torch.log(torch.exp(anchor @ positive / tau) / sum(terms))
     return total / (2 * b)
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("positive_in_denominator", [False, True])

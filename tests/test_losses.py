@@ -24,6 +24,8 @@ from isogclr.losses import (
     build_loss,
 )
 
+from .loss_helpers import assert_close, grads
+
 B, D = 6, 5
 
 
@@ -76,15 +78,6 @@ def ref_rgco_terms(z1, z2, tau, rho):
         g = sum(exps) / len(exps)
         terms.append(tau[i] * torch.log(g) + tau[i] * rho)
     return torch.stack(terms)
-
-
-def grads(value, *tensors):
-    return torch.autograd.grad(value, tensors)
-
-
-def assert_close(a, b, tol=1e-10):
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("positive_in_denominator", [True, False])
