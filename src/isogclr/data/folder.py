@@ -53,6 +53,37 @@ def load_square_rgb(path: Path | str | BinaryIO, size: int) -> np.ndarray:
         return np.asarray(img, dtype=np.uint8)
 
 
+def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | str, not_found: str,
+                    class_names: list[str], extra: dict[str, list]) -> ImageData:
+    """Decode ``(path, label)`` items into an :class:`ImageData`; unreadable images are skipped.
+
+    The skipped ones are counted and reported in one warning naming ``where``; ``extra`` holds
+    per-item metadata lists, kept for the readable items only. No readable image at all raises
+    ``FileNotFoundError(not_found)``.
+    """
+    images, kept, bad = [], [], []
+    for i, (path, _) in enumerate(items):
+        try:
+            images.append(load_square_rgb(path, size))
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+            bad.append(path)
+            continue
+        kept.append(i)
+    if bad:
+        warnings.warn(f"{where}: skipped {len(bad)} unreadable image(s) of {len(bad) + len(images)} "
+                      f"(first: {bad[0]})", stacklevel=3)
+    if not images:
+        raise FileNotFoundError(not_found)
+    array = np.stack(images).transpose(0, 3, 1, 2)
+    return ImageData(
+        images=torch.from_numpy(np.ascontiguousarray(array)),
+        labels=torch.as_tensor([items[i][1] for i in kept], dtype=torch.int64),
+        class_names=class_names,
+        source_index=torch.arange(len(images), dtype=torch.int64),
+        extra={k: np.asarray([v[i] for i in kept]) for k, v in extra.items()},
+    )
+
+
 def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence[str] | None = None,
                  source: str = "") -> ImageData:
     """Load ``<root>/<split>/<class>/*`` into memory as (N, 3, size, size) uint8.
@@ -74,30 +105,10 @@ def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         raise FileNotFoundError(f"class folders {shown} not found{hint}")
-    images, labels, paths, bad = [], [], [], []
-    for label, c in enumerate(classes):
-        files = sorted(p for p in (split_dir / c).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
-        for path in files:
-            try:
-                images.append(load_square_rgb(path, size))
-            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-                bad.append(path)
-                continue
-            labels.append(label)
-            paths.append(str(path.relative_to(split_dir)))
-    if bad:
-        warnings.warn(f"{split_dir}: skipped {len(bad)} unreadable image(s) of {len(bad) + len(images)} "
-                      f"(first: {bad[0]})", stacklevel=2)
-    if not images:
-        raise FileNotFoundError(f"no readable images under {split_dir}{hint}")
-    array = np.stack(images).transpose(0, 3, 1, 2)
-    return ImageData(
-        images=torch.from_numpy(np.ascontiguousarray(array)),
-        labels=torch.as_tensor(labels, dtype=torch.int64),
-        class_names=list(classes),
-        source_index=torch.arange(len(images), dtype=torch.int64),
-        extra={"path": np.asarray(paths)},
-    )
+    items = [(p, label) for label, c in enumerate(classes)
+             for p in sorted(p for p in (split_dir / c).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)]
+    return decode_labelled(items, size, split_dir, f"no readable images under {split_dir}{hint}", list(classes),
+                           {"path": [str(p.relative_to(split_dir)) for p, _ in items]})
 
 
 @register_dataset("imagenet100")

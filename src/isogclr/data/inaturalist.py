@@ -17,15 +17,10 @@ Category ids are mapped to labels 0..C-1 in sorted id order; ``class_names`` are
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
-import numpy as np
-import torch
-from PIL import Image
-
 from .base import ImageData, register_dataset
-from .folder import load_square_rgb
+from .folder import decode_labelled
 
 INATURALIST_SIZE = 64
 INATURALIST_FOLDER = "inaturalist"
@@ -51,32 +46,14 @@ def load_inaturalist(root: Path, split: str, size: int | None = None) -> ImageDa
     categories = sorted(meta["categories"], key=lambda c: c["id"])
     label_of = {c["id"]: i for i, c in enumerate(categories)}
     category_of = {a["image_id"]: a["category_id"] for a in meta["annotations"]}
-    images, labels, paths, image_ids, bad = [], [], [], [], []
     for entry in meta["images"]:
         if entry["id"] not in category_of:
             raise ValueError(f"{ann_path}: image {entry['id']} ({entry['file_name']}) has no annotation")
-        path = base / entry["file_name"]
-        try:
-            images.append(load_square_rgb(path, size))
-        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-            bad.append(path)
-            continue
-        labels.append(label_of[category_of[entry["id"]]])
-        paths.append(entry["file_name"])
-        image_ids.append(entry["id"])
-    if bad:
-        warnings.warn(f"{ann_path}: skipped {len(bad)} unreadable image(s) of {len(bad) + len(images)} "
-                      f"(first: {bad[0]})", stacklevel=2)
-    if not images:
-        raise FileNotFoundError(f"no readable images listed in {ann_path} under {base}: {_hint(base)}")
-    array = np.stack(images).transpose(0, 3, 1, 2)
-    return ImageData(
-        images=torch.from_numpy(np.ascontiguousarray(array)),
-        labels=torch.as_tensor(labels, dtype=torch.int64),
-        class_names=[str(c["name"]) for c in categories],
-        source_index=torch.arange(len(images), dtype=torch.int64),
-        extra={"path": np.asarray(paths), "image_id": np.asarray(image_ids, dtype=np.int64)},
-    )
+    items = [(base / e["file_name"], label_of[category_of[e["id"]]]) for e in meta["images"]]
+    return decode_labelled(items, size, ann_path, f"no readable images listed in {ann_path} under {base}: "
+                           f"{_hint(base)}", [str(c["name"]) for c in categories],
+                           {"path": [e["file_name"] for e in meta["images"]],
+                            "image_id": [e["id"] for e in meta["images"]]})
 
 
 @register_dataset("inaturalist")
