@@ -81,3 +81,45 @@ def test_epochs_by_dataset_overrides_epochs(smoke_params):
     params["train"]["epochs_by_dataset"] = {"synth10_lt": 0}
     with pytest.raises(ConfigError, match="^train: epochs_by_dataset.synth10_lt"):
         validate_params(params)
+
+
+def test_study_run_config_sets_the_knob_and_overrides(smoke_params):
+    from isogclr.config import study_run_config
+
+    params = copy.deepcopy(smoke_params)
+    params["train"]["epochs_by_dataset"] = {"synth10_lt": 9}
+    params["studies"]["rho"].update(values=[0.1, 0.4], overrides={"train.epochs": 3})
+    cfg = study_run_config(params, "rho", "isogclr", 0.4, 0)
+    assert cfg.run_id == "rho/isogclr-0.4-s0"
+    assert cfg.method.kwargs["rho"] == 0.4 and cfg.dataset == params["studies"]["rho"]["dataset"]
+    assert cfg.train.epochs == 3  # the study's train.epochs replaces epochs_by_dataset
+    assert params["methods"]["isogclr"]["rho"] != 0.4  # params are not modified
+    batch = study_run_config(params, "batch_size", "sogclr", 32, 0)
+    assert batch.train.batch_size == 32 and batch.run_id == "batch_size/sogclr-32-s0"
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda s: s["rho"].update(methods=["nope"]), "studies.rho"),
+    (lambda s: s["rho"].update(dataset="cifar1000"), "studies.rho"),
+    (lambda s: s["rho"].update(knob="methods.{method}.rh0"), "studies.rho"),
+    (lambda s: s["rho"].update(values=[-0.5]), "studies.rho"),
+    (lambda s: s["batch_size"].update(knob="trian.batch_size"), "studies.batch_size.knob"),
+    (lambda s: s["batch_size"].update(overrides={"train.epoch": 3}), "studies.batch_size"),
+    (lambda s: s["tau"].update(seeds=[]), "studies.tau"),
+])
+def test_invalid_studies_name_their_key(smoke_params, edit, key):
+    params = copy.deepcopy(smoke_params)
+    edit(params["studies"])
+    with pytest.raises(ConfigError) as err:
+        validate_params(params)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_cli_study_value_must_be_in_the_study(tmp_path, smoke_params):
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(smoke_params))
+    result = subprocess.run([sys.executable, "-m", "isogclr", "train", "--params", str(path), "--study", "rho",
+                             "--method", "isogclr", "--value", "0.77", "--seed", "0"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "studies.rho.values: 0.77" in result.stderr
+    assert not (tmp_path / "studies").exists()

@@ -37,6 +37,12 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     # the numbers in the table are the runs' numbers
     top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
     assert f"{top1:.2f} ± 0.00" in table
+    for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne"):  # every report ran and has verdicts
+        executed = json.loads((repo / "reports" / f"{report}.ipynb").read_text())
+        assert not any(o.get("output_type") == "error" for c in executed["cells"] for o in c.get("outputs", []))
+        assert (repo / "reports" / "verdicts" / f"{report}.csv").read_text().count("\n") >= 2
+    index = (repo / "reports" / "README.md").read_text()
+    assert "profile `smoke`" in index and "Ablations" in index and (repo / "reports" / "index.html").exists()
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -57,7 +63,8 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
     changed = [line.rstrip(":") for line in status.stdout.splitlines() if not line.startswith((" ", "\t"))]
     changed = [c for c in changed if c.strip()]
-    assert changed and all(c.startswith("train@isogclr-") for c in changed), status.stdout
+    assert changed and all("@isogclr-" in c for c in changed), status.stdout  # Table 1 and study runs of iSogCLR
+    assert "train@isogclr-synth10-0" in changed and "study_rho@isogclr-0.3-0" in changed
 
 
 def test_dvc_config_disables_analytics():
@@ -75,6 +82,8 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
                             capture_output=True, text=True).stdout.split()
     train = [s for s in stages if s.startswith("train@")]
     assert len(train) == 48 and "train@isogclr-cifar100_lt-2" in train
-    assert "table1_unimodal" in stages
+    assert "table1_unimodal" in stages and "index" in stages
+    assert len([s for s in stages if s.startswith("train_table3@")]) == 72
+    assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
     assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout

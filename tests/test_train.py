@@ -119,3 +119,18 @@ def test_torchrun_two_cpu_processes(tmp_path, smoke_params, smoke_data):
     metrics = json.loads((run / "metrics.json").read_text())
     assert {"top1", "knn1_top1"} <= set(metrics)
     assert result.stdout.count("epoch 1/1") == 1  # only rank 0 logs
+
+
+def test_tau_simclr_trains_with_an_extra_head_output_and_eval_curve(tmp_path, smoke_params, smoke_data):
+    """TaU+SimCLR gets its per-view logit e from one extra head output; eval_every logs 1-NN per epoch."""
+    cfg, _ = smoke_run(smoke_params, smoke_data, method="tau_simclr", eval_every=1)
+    metrics = train_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    assert 0.0 <= metrics["top1"] <= 100.0
+    state = torch.load(tmp_path / "run" / "artifacts" / "encoder.pt")
+    assert state  # the encoder exported; the head had out_dim + 1 outputs
+    log = (tmp_path / "run" / "train_log.csv").read_text().splitlines()
+    header = log[0].split(",")
+    assert "knn1_top1" in header and "samples_seen" in header
+    rows = [dict(zip(header, line.split(","), strict=True)) for line in log[1:]]
+    assert [int(r["samples_seen"]) for r in rows] == [int(r["step"]) * cfg.train.batch_size for r in rows]
+    assert all(0.0 <= float(r["knn1_top1"]) <= 100.0 for r in rows)

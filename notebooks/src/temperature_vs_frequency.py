@@ -67,8 +67,14 @@ fig.savefig(figure_path, dpi=100, metadata={"Software": None})
 # ## Verdict
 
 # %%
+from isogclr.analysis.verdicts import Verdict, write_verdicts
+
+verdicts = []
 for rid, row in correlations.iterrows():
     rho_s = row["spearman_samples"]
-    status = "held" if rho_s > 0.1 else ("not held (opposite)" if rho_s < -0.1 else "not held (no relation)")
-    print(f"{rid}: Spearman(tau, class frequency) = {rho_s:+.3f} over {int(row['samples'])} samples, "
-          f"{row['spearman_class_means']:+.3f} over class means -> {status}")
+    verdicts.append(Verdict(
+        f"Samples of frequent semantics learn larger tau ({rid})",
+        "held" if rho_s > 0.1 else "not held",
+        f"Spearman(tau, class frequency) {rho_s:+.3f} over {int(row['samples'])} samples, "
+        f"{row['spearman_class_means']:+.3f} over class means (held when > +0.1)"))
+write_verdicts(verdicts, reports_dir, "temperature_vs_frequency")

@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from .config import ConfigError, load_params, pair_spec, run_config, synthetic_spec, validate_params
+import yaml
+
+from .config import ConfigError, load_params, pair_spec, run_config, study_run_config, synthetic_spec, validate_params
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -46,9 +48,28 @@ def _train(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     validate_params(params)
-    cfg = run_config(params, args.method, args.dataset, args.seed)
-    train_run(cfg, Path(args.out) / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
+    if args.study is None:
+        if args.dataset is None or args.value is not None:
+            raise ConfigError("train: give --dataset (a grid run), or --study and --value (a study run)")
+        cfg, out = run_config(params, args.method, args.dataset, args.seed), Path(args.out)
+    else:
+        if args.value is None or args.dataset is not None:
+            raise ConfigError(f"studies.{args.study}: give --value (the study sets its own dataset)")
+        cfg = study_run_config(params, args.study, args.method, yaml.safe_load(args.value), args.seed)
+        out = Path("studies")
+    train_run(cfg, out / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
               random_init_baseline=args.random_init_baseline)
+    return 0
+
+
+def _train_bimodal(args: argparse.Namespace) -> int:
+    from .config import bimodal_run_config
+    from .train.bimodal import train_bimodal_run
+
+    params = load_params(args.params)
+    validate_params(params)
+    cfg = bimodal_run_config(params, args.method, args.seed)
+    train_bimodal_run(cfg, Path(args.out) / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
     return 0
 
 
@@ -59,6 +80,14 @@ def _notebooks(args: argparse.Namespace) -> int:
     if args.check and stale:
         print("out of sync with their sources (run `python -m isogclr notebooks`):", *stale, sep="\n  ")
         return 1
+    return 0
+
+
+def _report_index(args: argparse.Namespace) -> int:
+    from .analysis.index import build_index
+
+    build_index(Path(args.reports), args.names, profile=str(load_params(args.params).get("profile", "?")))
+    print(f"wrote {args.reports}/index.html and {args.reports}/README.md ({len(args.names)} reports)")
     return 0
 
 
@@ -81,22 +110,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="data/synthetic_pairs")
     p.set_defaults(func=_synthetic_pairs)
 
-    p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed>")
+    p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed> "
+                                       "(or a study run, see --study)")
     p.add_argument("--method", required=True, help="a key of `methods` in params.yaml")
-    p.add_argument("--dataset", required=True, help="a registered dataset name, e.g. synth10")
+    p.add_argument("--dataset", help="a registered dataset name, e.g. synth10 (grid runs)")
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--study", help="a key of `studies`: the run is written to studies/<study>/<method>-<value>-s<seed>")
+    p.add_argument("--value", help="the study's knob value for this run (one of studies.<study>.values)")
     p.add_argument("--params", default="params.yaml")
-    p.add_argument("--out", default="runs")
+    p.add_argument("--out", default="runs", help="where grid runs are written")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.add_argument("--random-init-baseline", action="store_true",
                    help="also probe the randomly initialised encoder (metrics: random_init_top1)")
     p.set_defaults(func=_train)
+
+    p = sub.add_parser("train-bimodal", help="one image-text run + zero-shot evaluation (bimodal section), "
+                                             "written to <out>/<method>-s<seed>")
+    p.add_argument("--method", required=True, help="a key of `methods` with a bimodal loss (see bimodal.methods)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--out", default="runs_bimodal")
+    p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
+    p.set_defaults(func=_train_bimodal)
 
     p = sub.add_parser("notebooks", help="build notebooks/*.ipynb from notebooks/src/*.py (or --check they match)")
     p.add_argument("--source", default="notebooks/src")
     p.add_argument("--dest", default="notebooks")
     p.add_argument("--check", action="store_true")
     p.set_defaults(func=_notebooks)
+
+    p = sub.add_parser("report-index", help="render reports/<name>.ipynb to HTML; write reports/index.html + README.md")
+    p.add_argument("names", nargs="+", help="report names, in the order shown")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--reports", default="reports")
+    p.set_defaults(func=_report_index)
     return parser
 
 

@@ -6,6 +6,7 @@ ablation fails in a second instead of after an hour of training.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from .losses import LOSSES, MovingAverageConventions, build_loss
 from .models import EncoderConfig, HeadConfig
 from .train.optim import OptimConfig
 
-TABLE_SECTIONS = ("table1",)
+TABLE_SECTIONS = ("table1", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
 
 
 class ConfigError(ValueError):
@@ -59,6 +60,7 @@ class TrainConfig:
     channels_last: bool = False
     compile: bool = False  # torch.compile the model
     sync_bn: bool = False  # SyncBatchNorm across processes (DDP)
+    eval_every: int = 0  # epochs between 1-NN evaluations logged in train_log.csv (accuracy vs samples seen); 0 = off
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 2:
@@ -68,6 +70,8 @@ class TrainConfig:
         for name, epochs in (self.epochs_by_dataset or {}).items():
             if not isinstance(epochs, int) or epochs < 1:
                 raise ValueError(f"epochs_by_dataset.{name} must be an integer >= 1, got {epochs!r}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"precision must be fp32, bf16 or fp16, got {self.precision!r}")
 
@@ -177,6 +181,12 @@ def validate_params(params: dict[str, Any]) -> None:
                 if value not in (table.get(key) or []):
                     raise ConfigError(f"temperatures.{key}: {value!r} is not in table1.{key} (its runs are reused)")
     _shared_sections(params)
+    validate_bimodal(params)
+    for name in params.get("studies") or {}:
+        spec = study_spec(params, name)
+        for method in spec.methods:
+            for value in spec.values:
+                study_run_config(params, name, method, value, spec.seeds[0])
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:
@@ -209,3 +219,212 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
     sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
     return RunConfig(run_id=run_id(method, dataset, seed), method=_method(params, method), dataset=dataset,
                      seed=int(seed), **sections)
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """``studies.<name>`` in params.yaml: a one-knob ablation, methods x values x seeds on one dataset.
+
+    ``knob`` is a dotted key of params.yaml in which ``{method}`` stands for each method's name
+    (``methods.{method}.rho``, ``train.batch_size``). ``overrides`` are dotted keys set for every
+    run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or override) replaces
+    ``train.epochs_by_dataset``. Runs are written to ``studies/<name>/<method>-<value>-s<seed>``.
+    """
+
+    methods: tuple[str, ...]
+    knob: str
+    values: tuple
+    dataset: str
+    seeds: tuple[int, ...] = (0,)
+    overrides: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.methods or not self.values or not self.seeds:
+            raise ValueError("methods, values and seeds must be non-empty lists")
+        if any(not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise ValueError(f"seeds are non-negative integers, got {list(self.seeds)}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+
+
+def study_spec(params: dict[str, Any], name: str) -> StudySpec:
+    studies = params.get("studies") or {}
+    if name not in studies:
+        raise ConfigError(f"studies.{name}: not defined (defined: {sorted(studies)})")
+    return _typed(StudySpec, studies[name], f"studies.{name}")
+
+
+def study_run_dir(study: str, method: str, value: Any, seed: int) -> str:
+    """The run directory of one study run, relative to the project root (as in dvc.yaml)."""
+    return f"studies/{study}/{method}-{value}-s{seed}"
+
+
+def _set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> None:
+    node = params
+    *parents, leaf = key.split(".")
+    for i, part in enumerate(parents):
+        if not isinstance(node.get(part), dict):
+            raise ConfigError(f"{where}: {'.'.join(parents[:i + 1])} is not a section of params.yaml (key {key!r})")
+        node = node[part]
+    node[leaf] = value
+
+
+def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
+    """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
+    spec = study_spec(params, study)
+    where = f"studies.{study}"
+    if method not in spec.methods:
+        raise ConfigError(f"{where}.methods: {method!r} is not one of {list(spec.methods)}")
+    if value not in spec.values:
+        raise ConfigError(f"{where}.values: {value!r} is not one of {list(spec.values)}")
+    params = copy.deepcopy(params)
+    settings = {key: (setting, f"{where}.overrides.{key}") for key, setting in (spec.overrides or {}).items()}
+    settings[spec.knob.replace("{method}", method)] = (value, f"{where}.knob")
+    for key, (setting, origin) in settings.items():
+        _set_dotted(params, key, setting, origin)
+        if key == "train.epochs":
+            params["train"].pop("epochs_by_dataset", None)
+    try:
+        cfg = run_config(params, method, spec.dataset, seed)
+    except ConfigError as err:
+        raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
+
+
+# ----------------------------------------------------------------------------------------------- bimodal
+
+
+@dataclass(frozen=True)
+class BimodalTrainConfig:
+    """The training settings of ``bimodal`` in params.yaml (image-text runs; iSogCLR section 6.2).
+
+    The schedule is counted in iterations, as the paper's: the rate rises linearly to ``lr`` over
+    ``warmup_iters`` steps, then follows a cosine to ``final_lr`` (2e-4 -> 1e-6, 1000 warm-up
+    iterations at paper scale). ``data`` is the folder written by ``python -m isogclr synthetic-pairs``
+    (train/captions.tsv, retrieval_{a,b}/dataset.json, zeroshot/...). ``eval_every`` epochs the
+    image retrieval R@1 on ``retrieval_a`` is logged (the convergence curve of Figure 1, right).
+    """
+
+    data: str = "data/synthetic_pairs"
+    image_size: int = 32
+    epochs: int = 30
+    batch_size: int = 512
+    lr: float = 2e-4
+    weight_decay: float = 0.02
+    warmup_iters: int = 1000
+    final_lr: float = 1e-6
+    proj_dim: int = 256
+    crop_scale_min: float = 0.5  # random resized crop scale range (crop_scale_min, 1)
+    flip_p: float = 0.5
+    tau_lr: float | None = None  # rate of learned (log-)temperatures, the losses' own parameters; None = lr
+    eval_every: int = 1  # 0 = evaluate only at the end
+    eval_batch_size: int = 256
+    device: str = "auto"
+    precision: str = "bf16"  # autocast on GPU only
+    num_threads: int = 0  # torch CPU threads; 0 = torch's default
+
+    def __post_init__(self) -> None:
+        for key in ("image_size", "epochs", "batch_size", "proj_dim", "eval_batch_size"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+        if self.batch_size < 2:
+            raise ValueError(f"batch_size must be >= 2 (a contrastive batch), got {self.batch_size}")
+        if not (self.lr > 0 and self.weight_decay >= 0 and 0 <= self.final_lr <= self.lr):
+            raise ValueError(f"need lr > 0, weight_decay >= 0 and 0 <= final_lr <= lr, got lr={self.lr}, "
+                             f"weight_decay={self.weight_decay}, final_lr={self.final_lr}")
+        if self.tau_lr is not None and not self.tau_lr > 0:
+            raise ValueError(f"tau_lr must be > 0 (or null: the model's lr), got {self.tau_lr!r}")
+        if self.warmup_iters < 0 or self.eval_every < 0 or self.num_threads < 0:
+            raise ValueError("warmup_iters, eval_every and num_threads must be >= 0")
+        if not 0 < self.crop_scale_min <= 1 or not 0 <= self.flip_p <= 1:
+            raise ValueError(f"need crop_scale_min in (0, 1] and flip_p in [0, 1], got {self.crop_scale_min}, "
+                             f"{self.flip_p}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be fp32 or bf16, got {self.precision!r}")
+
+
+@dataclass(frozen=True)
+class BimodalRunConfig:
+    """Everything one image-text run needs; written to ``<run>/artifacts/config.json``."""
+
+    run_id: str
+    method: MethodConfig
+    seed: int
+    train: BimodalTrainConfig
+    image_encoder: EncoderConfig
+    text_encoder: Any  # models.text.TextEncoderConfig (imported lazily: transformers is slow to import)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+BIMODAL_LISTS = ("methods", "seeds")
+
+
+def bimodal_run_id(method: str, seed: int) -> str:
+    return f"{method}-s{seed}"
+
+
+def _bimodal_sections(params: dict[str, Any]) -> tuple[BimodalTrainConfig, EncoderConfig, Any]:
+    from .models.text import TextEncoderConfig
+
+    section = params.get("bimodal")
+    if not isinstance(section, dict):
+        raise ConfigError("bimodal: expected a mapping (the image-text runs' settings)")
+    rest = {k: v for k, v in section.items() if k not in (*BIMODAL_LISTS, "paper_rows", "image_encoder",
+                                                               "text_encoder")}
+    train = _typed(BimodalTrainConfig, rest, "bimodal")
+    image = _typed(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
+    text = _typed(TextEncoderConfig, section.get("text_encoder"), "bimodal.text_encoder")
+    if text.dim % text.n_heads:
+        raise ConfigError(f"bimodal.text_encoder.dim: {text.dim} is not divisible by n_heads={text.n_heads}")
+    if min(text.vocab_size, text.dim, text.n_layers, text.n_heads, text.hidden_dim, text.max_length) < 1:
+        raise ConfigError(f"bimodal.text_encoder: sizes must be >= 1, got {text}")
+    return train, image, text
+
+
+def _bimodal_method(params: dict[str, Any], name: str) -> MethodConfig:
+    from .losses import BIMODAL_LOSSES
+
+    method = _method(params, name)
+    if method.loss not in BIMODAL_LOSSES:
+        raise ConfigError(f"bimodal.methods: method {name!r} uses the unimodal loss {method.loss!r} "
+                          f"(bimodal losses: {list(BIMODAL_LOSSES)})")
+    return method
+
+
+def validate_bimodal(params: dict[str, Any]) -> None:
+    """Check the ``bimodal`` section (if present) and every run it asks for; errors name the key."""
+    section = params.get("bimodal")
+    if section is None:
+        return
+    _bimodal_sections(params)
+    for key in BIMODAL_LISTS:
+        if not isinstance(section.get(key), list) or not section[key]:
+            raise ConfigError(f"bimodal.{key}: expected a non-empty list")
+    for name in section["methods"]:
+        if name not in (params.get("methods") or {}):
+            raise ConfigError(f"bimodal.methods: unknown method {name!r} (defined under methods: "
+                              f"{sorted(params.get('methods') or {})})")
+        _bimodal_method(params, name)
+    for s in section["seeds"]:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ConfigError(f"bimodal.seeds: seeds are non-negative integers, got {s!r}")
+    rows = section.get("paper_rows") or {}
+    if not isinstance(rows, dict):
+        raise ConfigError(f"bimodal.paper_rows: expected a mapping method -> paper row, got {rows!r}")
+    for name in rows:
+        if name not in section["methods"]:
+            raise ConfigError(f"bimodal.paper_rows: {name!r} is not in bimodal.methods")
+
+
+def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> BimodalRunConfig:
+    """The resolved config of image-text run (method, seed), validated."""
+    train, image, text = _bimodal_sections(params)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
+    return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=_bimodal_method(params, method),
+                            seed=int(seed), train=train, image_encoder=image, text_encoder=text)

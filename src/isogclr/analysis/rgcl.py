@@ -4,6 +4,10 @@ Primal (eq. 6): max_{p in simplex, KL(p, 1/m) <= rho} p.h - tau0 KL(p, 1/m).
 Dual (eq. 7):   min_{tau >= tau0} tau log mean_j exp(h_j / tau) + (tau - tau0) rho,
 with optimum p*_j = softmax(h / tau*)_j (Appendix A). The primal is solved here by a generic
 constrained optimizer, independently of the dual's closed form, so the two can check each other.
+
+The helpers below build the paper's two illustrations exactly (no training): Figure 2, the objective
+of (6) over the plane of two negatives' weights with the KL boundaries, and Figure 3, the optimal p*
+of an anchor with frequent semantics (many negatives of its class) and one with rare semantics.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import brentq, minimize, minimize_scalar
 from scipy.special import logsumexp, softmax
 
 
@@ -23,8 +27,17 @@ class RGCLSolution:
 
 
 def kl_to_uniform(p: np.ndarray) -> float:
+    """KL(p, 1/m) of a distribution p over m items."""
     p = np.clip(p, 1e-300, 1.0)
     return float(np.sum(p * np.log(p * len(p))))
+
+
+def rgcl_dual_objective(h: np.ndarray, tau: float | np.ndarray, rho: float, tau0: float) -> float | np.ndarray:
+    """The dual (eq. 7) at temperature(s) ``tau``: tau log mean_j exp(h_j / tau) + (tau - tau0) rho."""
+    h = np.asarray(h, dtype=float)
+    t = np.asarray(tau, dtype=float)
+    value = t * (logsumexp(h[..., None] / t.reshape(-1), axis=0).reshape(t.shape) - np.log(len(h))) + (t - tau0) * rho
+    return float(value) if value.ndim == 0 else value
 
 
 def rgcl_dual(h: np.ndarray, rho: float, tau0: float, tau_max: float = 1e3) -> RGCLSolution:
@@ -32,7 +45,7 @@ def rgcl_dual(h: np.ndarray, rho: float, tau0: float, tau_max: float = 1e3) -> R
     h = np.asarray(h, dtype=float)
 
     def objective(tau: float) -> float:
-        return tau * (logsumexp(h / tau) - np.log(len(h))) + (tau - tau0) * rho
+        return rgcl_dual_objective(h, tau, rho, tau0)
 
     # the objective is convex in tau (a perspective of log-mean-exp plus a linear term): search in log tau
     res = minimize_scalar(lambda t: objective(np.exp(t)), bounds=(np.log(tau0), np.log(tau_max)),
@@ -62,3 +75,103 @@ def rgcl_primal(h: np.ndarray, rho: float, tau0: float) -> RGCLSolution:
     if best is None:
         raise RuntimeError(f"SLSQP did not converge for h={h}, rho={rho}, tau0={tau0}")
     return RGCLSolution(value=float(-best.fun), p=best.x / best.x.sum())
+
+
+# --- Figure 2: two negatives ---------------------------------------------------------------------------------
+
+
+def primal_plane(h: np.ndarray, tau0: float, n: int = 301, eps: float = 1e-4) -> dict[str, np.ndarray]:
+    """Figure 2's grid: the objective of (6), p.h - tau0 KL(p, 1/2), and KL(p, 1/2) over the square of (p1, p2).
+
+    Off the simplex KL is the unnormalised sum_j p_j log(2 p_j), as in the paper's plot; the feasible set of (6)
+    is where the simplex line p1 + p2 = 1 meets the sublevel set KL <= rho. Returns ``p1``, ``p2`` (meshgrids),
+    ``objective`` and ``kl``.
+    """
+    h = np.asarray(h, dtype=float)
+    if h.shape != (2,):
+        raise ValueError(f"Figure 2 has two negatives, got h of shape {h.shape}")
+    p1, p2 = np.meshgrid(np.linspace(eps, 1.0, n), np.linspace(eps, 1.0, n))
+    kl = p1 * np.log(2 * p1) + p2 * np.log(2 * p2)
+    return {"p1": p1, "p2": p2, "objective": h[0] * p1 + h[1] * p2 - tau0 * kl, "kl": kl}
+
+
+def feasible_interval(rho: float) -> tuple[float, float]:
+    """The range of p1 on the simplex of two items where KL((p1, 1 - p1), 1/2) <= rho (requires rho < log 2)."""
+    if not 0.0 < rho < np.log(2.0):
+        raise ValueError(f"rho must be in (0, log 2) for two items, got {rho}")
+    upper = brentq(lambda q: kl_to_uniform(np.array([q, 1.0 - q])) - rho, 0.5, 1.0 - 1e-15, xtol=1e-14)
+    return 1.0 - upper, upper
+
+
+def _vector(x: np.ndarray, fmt: str = ".4f") -> str:
+    return "(" + ", ".join(format(float(v), fmt) for v in np.asarray(x, dtype=float)) + ")"
+
+
+def optimum_row(h: np.ndarray, rho: float, tau0: float, paper: str = "") -> dict:
+    """One row of the optimum table: p* from the primal solver and from the dual, tau*, KL(p*) and the gap."""
+    primal, dual = rgcl_primal(h, rho, tau0), rgcl_dual(h, rho, tau0)
+    return {"h": _vector(h, "g"), "rho": rho, "tau0": tau0, "p_primal": _vector(primal.p), "p_dual": _vector(dual.p),
+            "tau_star": round(float(dual.tau), 4), "kl_p_star": round(kl_to_uniform(dual.p), 4),
+            "primal_minus_dual": float(f"{primal.value - dual.value:.2e}"), "paper": paper}
+
+
+# --- Figure 3: frequent vs rare semantics ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An anchor's hardness vector h_j = s(anchor, z_j) - s(anchor, positive) over its negatives."""
+
+    name: str
+    label: int
+    h: np.ndarray
+    same_class: np.ndarray  # which negatives share the anchor's semantics (class)
+
+
+def class_probabilities(num_classes: int, imbalance: float) -> np.ndarray:
+    """Exponentially long-tailed class frequencies, head / tail = ``imbalance`` (as in CIFAR-LT)."""
+    probs = imbalance ** (-np.arange(num_classes) / max(num_classes - 1, 1))
+    return probs / probs.sum()
+
+
+def semantic_frequency_anchors(m: int = 1000, num_classes: int = 10, imbalance: float = 100.0, dim: int = 128,
+                               class_noise: float = 1.0, view_noise: float = 0.5,
+                               seed: int = 0) -> tuple[Anchor, Anchor]:
+    """Figure 3's construction with known semantics: a head-class anchor ("frequent") and a tail-class one ("rare").
+
+    Unit features of class k are normalize(c_k + class_noise * g / sqrt(dim)) around random unit class centres
+    c_k (same-class cosine ~ 1 / (1 + class_noise^2), other classes ~ 0); the ``m`` negatives are random samples
+    of a long-tailed population (class frequencies from :func:`class_probabilities`), like the paper's 1000
+    random negatives; the positive is normalize(anchor + view_noise * g / sqrt(dim)). The frequent anchor
+    belongs to the most frequent class, so many negatives share its semantics; the rare anchor to the least
+    frequent one, so (almost) all its negatives are dissimilar.
+    """
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((num_classes, dim))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+
+    def sample(labels: np.ndarray, noise: float, around: np.ndarray) -> np.ndarray:
+        x = around[labels] + noise * rng.standard_normal((len(labels), dim)) / np.sqrt(dim)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    labels = rng.choice(num_classes, size=m, p=class_probabilities(num_classes, imbalance))
+    negatives = sample(labels, class_noise, centres)
+    anchors = []
+    for name, label in (("frequent", 0), ("rare", num_classes - 1)):
+        anchor = sample(np.array([label]), class_noise, centres)[0]
+        positive = sample(np.array([0]), view_noise, anchor[None])[0]
+        anchors.append(Anchor(name, label, negatives @ anchor - positive @ anchor, labels == label))
+    return anchors[0], anchors[1]
+
+
+def anchor_row(anchor: Anchor, rho: float, tau0: float, global_tau: float, paper: str = "") -> dict:
+    """One row of the optimum table for a Figure 3 anchor: tau*, the spread of p*, and KL(p*) under RGCL's tau*
+    and under a global temperature (the paper's CLIP comparison). The primal is not solved (m is large)."""
+    dual = rgcl_dual(anchor.h, rho, tau0)
+    fixed = softmax(anchor.h / global_tau)
+    m = len(anchor.h)
+    return {"h": f"{m} negatives, {anchor.same_class.mean():.1%} of the anchor's class", "rho": rho, "tau0": tau0,
+            "p_primal": "n/a (m too large for SLSQP)",
+            "p_dual": f"max {dual.p.max() * m:.2f}/m, min {dual.p.min() * m:.3f}/m",
+            "tau_star": round(float(dual.tau), 4), "kl_p_star": round(kl_to_uniform(dual.p), 4),
+            "kl_at_global_tau": round(kl_to_uniform(fixed), 4), "paper": paper}

@@ -66,10 +66,15 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, paper_rows: dict[str, 
         if counterpart is not None:
             theirs = paper[paper["dataset"] == counterpart].set_index("method")
             rows = [paper_rows.get(m, m) for m in table.index]
-            table[f"paper {counterpart}"] = [
-                f"{theirs.loc[r, 'mean']:.2f} ± {theirs.loc[r, 'std']:.2f}" if r in theirs.index else "n/a"
-                for r in rows]
+            table[f"paper {counterpart}"] = [_paper_cell(theirs, r) for r in rows]
     return table
+
+
+def _paper_cell(paper: pd.DataFrame, row: str) -> str:
+    if row not in paper.index:
+        return "n/a"
+    mean, std = paper.loc[row, "mean"], paper.loc[row, "std"]
+    return f"{mean:.2f}" if pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
 
 
 def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:

@@ -39,6 +39,7 @@ class TaUSimCLRLoss(nn.Module):
     """
 
     expects_normalized = True
+    extra_outputs = 1  # the training loop appends one output (e) to the projection head
 
     def __init__(self, num_samples: int | None = None, t: float = 0.1, positive_in_denominator: bool = False) -> None:
         super().__init__()

@@ -3,7 +3,8 @@
 A run writes into ``out_dir``:
 
 * ``metrics.json``: linear-probe top-1 and 1-NN top-1 on the test split (and the random-init probe, if asked);
-* ``train_log.csv``: one line per epoch (loss, learning rate, throughput, temperature stats);
+* ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, seconds, throughput, temperature
+  stats, and the 1-NN test accuracy every ``train.eval_every`` epochs: accuracy against samples seen and time);
 * ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`;
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
 * ``artifacts/encoder.pt``: the encoder's state_dict;
@@ -18,6 +19,7 @@ checkpoint is removed once the run's outputs are written.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import sys
 import time
@@ -78,10 +80,13 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
 
     torch.manual_seed(cfg.seed)  # the same initial model on every rank
     memory_format = torch.channels_last if cfg.train.channels_last else torch.preserve_format
-    model = ContrastiveModel(cfg.encoder, cfg.head).to(device, memory_format=memory_format)
+    loss_fn = cfg.method.build(n).to(device)
+    # a loss may need extra encoder outputs (TaU+SimCLR: one uncertainty logit per view), appended to the head
+    extra = getattr(loss_fn, "extra_outputs", 0)
+    head = dataclasses.replace(cfg.head, out_dim=cfg.head.out_dim + extra)
+    model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=memory_format)
     if cfg.train.sync_bn and ctx.world_size > 1:
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    loss_fn = cfg.method.build(n).to(device)
     normalize = getattr(loss_fn, "expects_normalized", True)
     optimizer = build_optimizer(model, cfg.optimizer, batch_size)
     base_lrs = [g["lr"] for g in optimizer.param_groups]
@@ -142,10 +147,15 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
             views = torch.cat([augment(x), augment(x)]).contiguous(memory_format=memory_format)
             with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=use_amp):
                 _, proj = forward(views)
-            z1, z2 = proj.float().chunk(2)
+            proj, kwargs = proj.float(), {}
+            if extra:  # the last column is the per-view logit e of TaU+SimCLR
+                proj, e = proj[:, :-1], proj[:, -1]
+                e1, e2 = e.chunk(2)
+                kwargs = {"e1": gather_with_grad(e1), "e2": gather_with_grad(e2)}
+            z1, z2 = proj.chunk(2)
             if normalize:
                 z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
-            loss = loss_fn(gather_with_grad(z1), gather_with_grad(z2), gather_no_grad(index))
+            loss = loss_fn(gather_with_grad(z1), gather_with_grad(z2), gather_no_grad(index), **kwargs)
             if not torch.isfinite(loss):
                 last = ckpt_path if ckpt_path.exists() else "none (no checkpoint written yet)"
                 raise FloatingPointError(f"[{cfg.run_id}] non-finite loss {loss.item()} at step {step}; "
@@ -159,12 +169,14 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
             if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0 and step < total_steps:
                 checkpoint()
         seconds = time.perf_counter() - t0
-        row = {"epoch": epoch + 1, "step": step, "loss": sum(losses) / max(len(losses), 1),
-               "lr": base_lrs[0] * factor, "seconds": round(seconds, 3),
+        row = {"epoch": epoch + 1, "step": step, "samples_seen": step * batch_size,
+               "loss": sum(losses) / max(len(losses), 1), "lr": base_lrs[0] * factor, "seconds": round(seconds, 3),
                "samples_per_s": round((step - epoch * steps_per_epoch - start) * batch_size / max(seconds, 1e-9), 1)}
         tau = getattr(loss_fn, "tau", None)
         if isinstance(tau, torch.Tensor):
             row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
+        if cfg.train.eval_every and (epoch + 1) % cfg.train.eval_every == 0 and ctx.is_main:
+            row["knn1_top1"] = _knn_now(model, train_data, test_data, device)
         log_rows.append(row)
         losses = []
         if ctx.is_main:
@@ -181,6 +193,13 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     ckpt_path.unlink(missing_ok=True)
     _log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
     return metrics
+
+
+def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.device) -> float:
+    """1-NN test accuracy of the current encoder (EMC2's metric against samples seen); no RNG is consumed."""
+    train_x = extract_features(model.encoder, train_data.images, device)
+    test_x = extract_features(model.encoder, test_data.images, device)
+    return knn_accuracy(train_x, train_data.labels, test_x, test_data.labels, k=1)
 
 
 def _evaluate(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, device: torch.device,

@@ -1,0 +1,140 @@
+"""The bimodal report: our image-text runs beside the iSogCLR paper's Tables 2/5/6/7 (and SogCLR's Table 4).
+
+Our evaluation sets stand in for the paper's by role only (same protocol, generated data):
+
+* ``retrieval_a`` ~ MSCOCO: its images follow the training (Zipf) cluster distribution, like a test
+  set from the same long-tailed web-like distribution;
+* ``retrieval_b`` ~ Flickr30K: its images are uniform over the clusters (rare semantics as common
+  as frequent ones);
+* ``synth10`` ~ CIFAR10, ``synth100`` ~ CIFAR100 (zero-shot classification with prompt templates);
+  ImageNet1K has no counterpart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from scipy.stats import spearmanr
+
+from ..config import bimodal_run_id
+from .verdicts import Verdict, ordering
+
+PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
+                     "synth100": "CIFAR100"}
+RETRIEVAL_METRICS = ("ir_r1", "ir_r5", "ir_r10", "tr_r1", "tr_r5", "tr_r10")
+ZEROSHOT_METRICS = ("top1", "top3", "top5")
+
+
+def _run_dir(runs_dir: Path | str, method: str, seed: int) -> Path:
+    path = Path(runs_dir) / bimodal_run_id(method, seed)
+    if not (path / "metrics.json").exists():
+        raise FileNotFoundError(f"{path / 'metrics.json'} is missing: run `dvc repro` (or `python -m isogclr "
+                                f"train-bimodal --method {method} --seed {seed}`)")
+    return path
+
+
+def collect_bimodal_runs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
+    """Long table: method, seed, dataset, metric, value, one row per number of each run's ``metrics.json``."""
+    rows = []
+    for m in methods:
+        for s in seeds:
+            for key, value in json.loads((_run_dir(runs_dir, m, s) / "metrics.json").read_text()).items():
+                metric = next(x for x in (*RETRIEVAL_METRICS, *ZEROSHOT_METRICS) if key.endswith(f"_{x}"))
+                rows.append({"method": m, "seed": s, "dataset": key[:-len(metric) - 1], "metric": metric,
+                             "value": value})
+    return pd.DataFrame(rows)
+
+
+def _fmt(mean: float, std: float) -> str:
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ...],
+                 paper_rows: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows (dataset, method, source: ours / paper); columns ``metrics``; cells mean ± std over seeds.
+
+    The paper row of a method is ``paper_rows.get(method, method)``; methods the paper does not
+    report get no paper row. ``dataset`` reads ``ours (paper counterpart)``.
+    """
+    paper_rows = paper_rows or {}
+    runs = runs[runs["metric"].isin(metrics)]
+    stats = runs.groupby(["dataset", "method", "metric"], sort=False)["value"].agg(["mean", "std"]).fillna(0.0)
+    rows, index = [], []
+    order = list(PAPER_COUNTERPART)
+    datasets = sorted(runs["dataset"].unique(), key=lambda d: (order.index(d) if d in order else len(order), d))
+    for dataset in datasets:
+        counterpart = PAPER_COUNTERPART.get(dataset)
+        label = f"{dataset} ({counterpart or 'no counterpart'})"
+        theirs = paper[paper["dataset"] == counterpart].set_index(["method", "metric"])
+        for method in runs["method"].unique():
+            rows.append([_fmt(*stats.loc[(dataset, method, m)]) for m in metrics])
+            index.append((label, method, "ours"))
+            row = paper_rows.get(method, method)
+            if (row, metrics[0]) in theirs.index:
+                rows.append([_fmt(theirs.loc[(row, m), "mean"], theirs.loc[(row, m), "std"]) for m in metrics])
+                index.append((label, method, f"paper ({row})"))
+    return pd.DataFrame(rows, columns=list(metrics),
+                        index=pd.MultiIndex.from_tuples(index, names=["dataset", "method", "source"]))
+
+
+def mean_of(runs: pd.DataFrame, method: str, dataset: str, metric: str) -> tuple[float, float]:
+    """Our mean and std over seeds of one number."""
+    v = runs[(runs.method == method) & (runs.dataset == dataset) & (runs.metric == metric)]["value"]
+    return float(v.mean()), float(v.std()) if len(v) > 1 else 0.0
+
+
+def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, dataset: str,
+                     metric: str) -> Verdict:
+    """``better`` > ``worse`` on one of our numbers (mean over seeds; the seed spread is the noise)."""
+    a, sa = mean_of(runs, better, dataset, metric)
+    b, sb = mean_of(runs, worse, dataset, metric)
+    return ordering(f"{claim} [{dataset} {metric}]", better, a, worse, b, noise=max(sa, sb))
+
+
+def load_train_logs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
+    """Every run's ``train_log.csv`` with its method and seed."""
+    frames = []
+    for m in methods:
+        for s in seeds:
+            df = pd.read_csv(_run_dir(runs_dir, m, s) / "train_log.csv")
+            frames.append(df.assign(method=m, seed=s))
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_bimodal_taus(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
+    """``artifacts/tau.csv`` of every (method, seed) run that has per-pair temperatures, with method and seed."""
+    frames = []
+    for m in methods:
+        for s in seeds:
+            path = _run_dir(runs_dir, m, s) / "artifacts" / "tau.csv"
+            if path.exists():
+                frames.append(pd.read_csv(path).assign(method=m, seed=s))
+    if not frames:
+        raise FileNotFoundError(f"no tau.csv under {runs_dir} for {methods}: only losses with per-pair "
+                                "temperatures (isogclr_bimodal, clip_individual_tau) write one")
+    return pd.concat(frames, ignore_index=True)
+
+
+def tau_frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, seed): Spearman correlation of tau_image / tau_text with the pair's cluster frequency,
+    over pairs and over cluster means, and the mean tau of mismatched vs matched pairs."""
+    rows = []
+    for (method, seed), df in taus.groupby(["method", "seed"], sort=False):
+        row = {"method": method, "seed": seed, "pairs": len(df)}
+        per_cluster = df.groupby("cluster").agg(tau_image=("tau_image", "mean"), tau_text=("tau_text", "mean"),
+                                                frequency=("cluster_frequency", "first"))
+        for col in ("tau_image", "tau_text"):
+            row[f"spearman_{col}_pairs"] = spearmanr(df[col], df["cluster_frequency"]).statistic
+            row[f"spearman_{col}_clusters"] = spearmanr(per_cluster[col], per_cluster["frequency"]).statistic
+            row[f"{col}_mean"] = df[col].mean()
+        row["tau_image_mismatched"] = df.loc[df["mismatched"] == 1, "tau_image"].mean()
+        row["tau_image_matched"] = df.loc[df["mismatched"] == 0, "tau_image"].mean()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tau_extremes(taus: pd.DataFrame, k: int, column: str = "tau_image") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The k pairs with the largest and the k with the smallest learned ``column`` (one run's taus)."""
+    return taus.nlargest(k, column), taus.nsmallest(k, column)

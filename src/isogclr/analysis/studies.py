@@ -1,0 +1,90 @@
+"""Read the one-knob studies (``studies`` in params.yaml) back from their run directories.
+
+A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.study_run_dir`)
+with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
+A missing run is an error naming the command that produces it: a table must come from runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config import study_run_dir, study_spec
+
+
+def _run_dir(root: Path | str, study: str, method: str, value: Any, seed: int) -> Path:
+    path = Path(root) / study_run_dir(study, method, value, seed).removeprefix("studies/")
+    if not (path / "metrics.json").exists():
+        raise FileNotFoundError(f"{path / 'metrics.json'} is missing: run `dvc repro study_{study}` (or `python -m "
+                                f"isogclr train --study {study} --method {method} --value {value} --seed {seed}`)")
+    return path
+
+
+Extra = dict[Any, tuple[str, Any]]
+
+
+def _points(params: dict[str, Any], study: str, root: Path | str, extra: Extra | None):
+    """(method, value, seed, run dir) of a study's runs, plus the ``extra`` points taken from other studies."""
+    spec = study_spec(params, study)
+    for method in spec.methods:
+        points = [(value, study, value) for value in spec.values]
+        points += [(value, other, other_value) for value, (other, other_value) in (extra or {}).items()]
+        for value, source, source_value in sorted(points, key=lambda p: p[0]):
+            for seed in spec.seeds:
+                yield method, value, seed, _run_dir(root, source, method, source_value, seed)
+
+
+def collect_study(params: dict[str, Any], study: str, root: Path | str = "studies",
+                  extra: Extra | None = None) -> pd.DataFrame:
+    """One row per (method, value, seed): the study's knob value and the run's final metrics.
+
+    ``extra`` adds points taken from another study with identical settings, keyed by the value
+    they stand for: the tau_init study's 0.3 point is the rho study's 0.3 run, ``{0.3: ("rho", 0.3)}``
+    (for every method of the study; check with :func:`same_settings`).
+    """
+    rows = [{"method": method, "value": value, "seed": seed, "run": str(path),
+             **json.loads((path / "metrics.json").read_text())}
+            for method, value, seed, path in _points(params, study, root, extra)]
+    return pd.DataFrame(rows)
+
+
+def study_curves(params: dict[str, Any], study: str, root: Path | str = "studies",
+                 extra: Extra | None = None) -> pd.DataFrame:
+    """Per-epoch logs of every run of a study, with the cumulative training time in seconds.
+
+    Columns: method, value, seed, epoch, samples_seen, loss, train_seconds and, where the study
+    sets ``train.eval_every``, knn1_top1 (1-NN test accuracy; NaN on epochs without evaluation).
+    """
+    frames = []
+    for method, value, seed, path in _points(params, study, root, extra):
+        log = pd.read_csv(path / "train_log.csv")
+        log["train_seconds"] = log["seconds"].cumsum()
+        frames.append(log.assign(method=method, value=value, seed=seed))
+    return pd.concat(frames, ignore_index=True)
+
+
+def study_temperatures(params: dict[str, Any], study: str, root: Path | str = "studies",
+                       extra: Extra | None = None) -> pd.DataFrame:
+    """Learned per-sample temperatures (``artifacts/tau.csv``) of every run of a study, with its value."""
+    frames = [pd.read_csv(path / "artifacts" / "tau.csv").assign(method=method, value=value, seed=seed)
+              for method, value, seed, path in _points(params, study, root, extra)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def same_settings(config_a: Path | str, config_b: Path | str, ignore: tuple[str, ...] = ("run_id",)) -> list[str]:
+    """The keys (dotted) where two runs' ``artifacts/config.json`` differ, ``ignore`` excepted.
+
+    Used where a report takes a point from another study: the list must hold only the knob.
+    """
+    def flat(node: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(node, dict):
+            return {k: v for key, child in node.items() for k, v in flat(child, f"{prefix}{key}.").items()}
+        return {prefix.rstrip("."): node}
+
+    a = flat(json.loads(Path(config_a).read_text()))
+    b = flat(json.loads(Path(config_b).read_text()))
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in ignore)

@@ -1,0 +1,92 @@
+"""An image-text data folder for bimodal training and its zero-shot evaluations, read with the real loaders.
+
+The layout is the one :func:`~isogclr.data.synthetic_pairs.write_synthetic_pairs` writes; real data
+(CC3M, MSCOCO / Flickr30K Karpathy test splits, CIFAR / ImageNet zero-shot sets) can be arranged in it::
+
+    root/train/captions.tsv                 caption<TAB>image path (load_caption_tsv), the training pairs
+    root/train/meta.csv                     optional: image, cluster, cluster_frequency, mismatched (generated data)
+    root/retrieval_<name>/dataset.json      Karpathy JSON, split "test", images under retrieval_<name>/
+    root/zeroshot/<name>/images.npz         ``images`` uint8 (N, H, W, 3), ``labels`` (N,)
+    root/zeroshot/<name>/classnames.txt     one class name a line
+    root/zeroshot/<name>/templates.txt      one prompt template a line, with ``{}`` for the class name
+
+Every retrieval set and every zero-shot set found is evaluated (sorted by name).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .captions import CaptionData, load_caption_tsv, load_karpathy
+
+
+@dataclass
+class ZeroShotSet:
+    images: torch.Tensor  # (N, 3, size, size) uint8
+    labels: torch.Tensor  # (N,) int64
+    classnames: list[str]
+    templates: list[str]
+
+    def prompts(self) -> list[list[str]]:
+        """For each class, its prompts (one per template)."""
+        return [[t.format(c) for t in self.templates] for c in self.classnames]
+
+
+@dataclass
+class PairsFolder:
+    train: CaptionData
+    train_meta: list[dict[str, str]]  # per training image (CaptionData order): cluster, cluster_frequency, ...
+    retrieval: dict[str, CaptionData]
+    zeroshot: dict[str, ZeroShotSet]
+
+
+def _lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
+    if images.shape[-1] == size and images.shape[-2] == size:
+        return images
+    x = F.interpolate(images.float(), size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    return x.round().clamp(0, 255).to(torch.uint8)
+
+
+def load_zeroshot(folder: Path | str, size: int) -> ZeroShotSet:
+    folder = Path(folder)
+    with np.load(folder / "images.npz") as npz:
+        images = torch.from_numpy(np.ascontiguousarray(npz["images"].transpose(0, 3, 1, 2)))
+        labels = torch.from_numpy(npz["labels"].astype(np.int64))
+    templates = _lines(folder / "templates.txt")
+    if not templates or any("{}" not in t for t in templates):
+        raise ValueError(f"{folder / 'templates.txt'}: every template needs a '{{}}' for the class name")
+    return ZeroShotSet(_resize(images, size), labels, _lines(folder / "classnames.txt"), templates)
+
+
+def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
+    """meta.csv rows in the order of ``train`` (joined on the image path); -1 where there is no meta."""
+    by_image = {}
+    if meta_path.is_file():
+        with meta_path.open(newline="", encoding="utf-8") as f:
+            by_image = {row["image"]: row for row in csv.DictReader(f)}
+    missing = {"cluster": "-1", "cluster_frequency": "-1", "mismatched": "-1"}
+    return [by_image.get(image_id, missing) for image_id in train.image_ids]
+
+
+def load_pairs_folder(root: Path | str, size: int) -> PairsFolder:
+    """The training pairs, every ``retrieval_*`` set and every ``zeroshot/*`` set of ``root`` at ``size`` pixels."""
+    root = Path(root)
+    if not (root / "train" / "captions.tsv").is_file():
+        raise FileNotFoundError(f"{root / 'train' / 'captions.tsv'} not found: generate the data with "
+                                f"`python -m isogclr synthetic-pairs --out {root}` (or arrange real data as "
+                                "described in isogclr/data/pairs_folder.py)")
+    train = load_caption_tsv(root / "train" / "captions.tsv", size=size)
+    retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
+                 for p in sorted(root.glob("retrieval_*/dataset.json"))}
+    zeroshot = {p.parent.name: load_zeroshot(p.parent, size) for p in sorted(root.glob("zeroshot/*/images.npz"))}
+    return PairsFolder(train, _train_meta(train, root / "train" / "meta.csv"), retrieval, zeroshot)

@@ -1,0 +1,272 @@
+"""One image-text (bimodal) training run and its zero-shot evaluation; resumable at every epoch.
+
+The iSogCLR paper's bimodal setting (section 6.2) at any scale: an image encoder (timm ResNet) and a
+text encoder (DistilBERT), each with a linear projection to ``proj_dim``, features L2-normalised;
+AdamW (weight decay on weight matrices only; biases, norms and learned temperatures without), the
+rate warmed up linearly over ``warmup_iters`` iterations then cosine-decayed to ``final_lr``; a
+light augmentation of the images (random resized crop + horizontal flip, drawn per image on
+batched tensors); the loss of ``methods.<name>`` (``clip``, ``cyclip``, ``sogclr_bimodal``,
+``isogclr_bimodal``, ``clip_individual_tau``), called as ``loss_fn(I, T, index)`` with the pairs'
+dataset indices for the per-pair state.
+
+A run writes into ``out_dir``:
+
+* ``metrics.json``: IR/TR R@1/5/10 (%) on every retrieval set (``retrieval_a_ir_r1``, ...) and
+  zero-shot top-1/3/5 (%) on every zero-shot set (``synth10_top1``, ...), at the end of training;
+* ``train_log.csv``: per epoch the mean training loss, the last learning rate, seconds, samples/s,
+  the temperatures' mean and std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and,
+  every ``eval_every`` epochs, IR@1 / TR@1 on the first retrieval set (the convergence curve);
+* ``artifacts/config.json``, ``artifacts/tokenizer.json`` (the WordPiece trained on the training
+  captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``), ``artifacts/model.pt``;
+* ``artifacts/tau.csv`` (losses with per-pair temperatures): index, image, cluster,
+  cluster_frequency, mismatched, caption, tau_image, tau_text.
+
+``ckpt_dir/checkpoint.pt`` (model, optimizer, loss state, RNG states, step, log) is rewritten
+atomically at the end of every epoch and removed once the outputs are written; a restarted run
+continues from it with the same result as an uninterrupted one. On CUDA the forward runs under
+bf16 autocast (``precision: bf16``); the losses compute in float32 (``full_precision``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import kornia.augmentation as K
+import torch
+from torch import nn
+
+from ..config import BimodalRunConfig
+from ..data.pairs_folder import PairsFolder, load_pairs_folder
+from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
+from ..models.bimodal import BimodalModel, build_tokenizer, image_normalization, tokenize, trim
+from .checkpoint import save_json, save_text, save_torch
+from .loop import resolve_device
+from .optim import param_groups, warmup_cosine
+
+
+def on_epoch_end(run_id: str, epoch: int) -> None:
+    """Called after each epoch's checkpoint is written (a hook for tests that interrupt a run)."""
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+def build_augmentation(cfg: BimodalRunConfig) -> nn.Module:
+    """float [0, 1] images (B, 3, S, S) -> random resized crop (scale (crop_scale_min, 1)) + flip, normalised."""
+    size, mean, std = cfg.train.image_size, *image_normalization(cfg.image_encoder)
+    return nn.Sequential(K.RandomResizedCrop((size, size), scale=(cfg.train.crop_scale_min, 1.0)),
+                         K.RandomHorizontalFlip(p=cfg.train.flip_p),
+                         K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)))
+
+
+def build_optimizer(model: nn.Module, loss_fn: nn.Module, cfg: BimodalRunConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on the model's weight matrices only; the loss's own parameters (learned
+    log-temperatures of ``clip`` with ``learn_tau`` and ``clip_individual_tau``) without, at ``tau_lr``.
+
+    Both follow the same warm-up + cosine factor (each group's ``base_lr`` times the factor).
+    """
+    t = cfg.train
+    groups = param_groups(model, t.weight_decay)
+    for g in groups:
+        g.pop("lars", None)
+        g["base_lr"] = t.lr
+    loss_params = [p for p in loss_fn.parameters() if p.requires_grad]
+    if loss_params:
+        groups.append({"params": loss_params, "weight_decay": 0.0, "base_lr": t.tau_lr or t.lr})
+    return torch.optim.AdamW(groups, lr=t.lr, weight_decay=t.weight_decay)
+
+
+def temperatures(loss_fn: nn.Module) -> dict[str, torch.Tensor]:
+    """The loss's temperatures: per pair (``tau_image``, ``tau_text``, shape (n,)) or global (``tau``)."""
+    out = {k: getattr(loss_fn, k) for k in ("tau_image", "tau_text") if hasattr(loss_fn, k)}
+    if not out and isinstance(getattr(loss_fn, "tau", None), torch.Tensor):
+        out["tau"] = loss_fn.tau
+    return {k: v.detach().float().cpu() for k, v in out.items()}
+
+
+class Evaluator:
+    """Zero-shot retrieval and classification on the folder's evaluation sets (tokenised once)."""
+
+    def __init__(self, data: PairsFolder, tokenizer, cfg: BimodalRunConfig, device: torch.device) -> None:
+        self.data, self.cfg, self.device = data, cfg, device
+        self.max_length = cfg.text_encoder.max_length
+        self.texts = {name: tokenize(tokenizer, ret.captions, self.max_length) for name, ret in data.retrieval.items()}
+        self.prompts = {name: tokenize(tokenizer, [p for ps in zs.prompts() for p in ps], self.max_length)
+                        for name, zs in data.zeroshot.items()}
+        mean, std = image_normalization(cfg.image_encoder)
+        self.mean, self.std = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1)
+
+    def _autocast(self):
+        return torch.autocast("cuda", dtype=torch.bfloat16,
+                              enabled=self.device.type == "cuda" and self.cfg.train.precision == "bf16")
+
+    @torch.no_grad()
+    def images(self, model: BimodalModel, images: torch.Tensor) -> torch.Tensor:
+        out = []
+        for chunk in images.split(self.cfg.train.eval_batch_size):
+            x = ((chunk.float() / 255.0 - self.mean) / self.std).to(self.device)
+            with self._autocast():
+                out.append(model.encode_image(x).cpu())
+        return torch.cat(out)
+
+    @torch.no_grad()
+    def texts_of(self, model: BimodalModel, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        out, bs = [], self.cfg.train.eval_batch_size
+        for i in range(0, len(ids), bs):
+            chunk_ids, chunk_mask = trim(ids[i:i + bs], mask[i:i + bs])
+            with self._autocast():
+                out.append(model.encode_text(chunk_ids.to(self.device), chunk_mask.to(self.device)).cpu())
+        return torch.cat(out)
+
+    def retrieval(self, model: BimodalModel, name: str) -> dict[str, float]:
+        ret = self.data.retrieval[name]
+        return retrieval_recall(self.images(model, ret.images), self.texts_of(model, *self.texts[name]),
+                                ret.image_index)
+
+    def zeroshot(self, model: BimodalModel, name: str) -> dict[str, float]:
+        zs = self.data.zeroshot[name]
+        prompts = self.texts_of(model, *self.prompts[name]).split(len(zs.templates))
+        return zero_shot_accuracy(self.images(model, zs.images), zs.labels, class_embeddings(list(prompts)))
+
+    def __call__(self, model: BimodalModel, only_first_retrieval: bool = False) -> dict[str, float]:
+        was_training = model.training
+        model.eval()
+        metrics = {}
+        names = list(self.data.retrieval)[:1] if only_first_retrieval else list(self.data.retrieval)
+        for name in names:
+            metrics.update({f"{name}_{k}": v for k, v in self.retrieval(model, name).items()})
+        if not only_first_retrieval:
+            for name in self.data.zeroshot:
+                metrics.update({f"{name}_{k}": v for k, v in self.zeroshot(model, name).items()})
+        model.train(was_training)
+        return metrics
+
+
+def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> dict:
+    """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``."""
+    out_dir, ckpt_dir, t = Path(out_dir), Path(ckpt_dir), cfg.train
+    if t.num_threads:
+        torch.set_num_threads(t.num_threads)
+    device = resolve_device(t.device)
+    data = load_pairs_folder(t.data, t.image_size)
+    n, batch_size = len(data.train.captions), t.batch_size
+    if n < batch_size:
+        raise ValueError(f"bimodal.batch_size={batch_size} exceeds the {n} training pairs of {t.data}")
+    tokenizer = build_tokenizer(cfg.text_encoder, data.train.captions)
+    input_ids, attention_mask = tokenize(tokenizer, data.train.captions, cfg.text_encoder.max_length)
+    evaluator = Evaluator(data, tokenizer, cfg, device)
+    steps_per_epoch = n // batch_size  # the last incomplete batch is dropped: contrastive batches keep size B
+    total_steps = steps_per_epoch * t.epochs
+
+    torch.manual_seed(cfg.seed)
+    model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
+    loss_fn = cfg.method.build(n).to(device)
+    optimizer = build_optimizer(model, loss_fn, cfg)
+    augment = build_augmentation(cfg).to(device)
+    use_amp = device.type == "cuda" and t.precision == "bf16"
+
+    step, log_rows, losses = 0, [], []
+    ckpt_path = ckpt_dir / "checkpoint.pt"
+    if ckpt_path.exists():
+        state = torch.load(ckpt_path, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        loss_fn.load_state_dict(state["loss"])
+        torch.set_rng_state(state["rng"])
+        if device.type == "cuda" and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"])
+        step, log_rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
+        _log(f"[{cfg.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
+
+    model.train()
+    factor = warmup_cosine(step, total_steps, t.warmup_iters, t.final_lr / t.lr)
+    while step < total_steps:
+        epoch, start = divmod(step, steps_per_epoch)
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
+        t0 = time.perf_counter()
+        for b in range(start, steps_per_epoch):
+            index = order[b * batch_size:(b + 1) * batch_size]
+            factor = warmup_cosine(step, total_steps, t.warmup_iters, t.final_lr / t.lr)
+            for group in optimizer.param_groups:
+                group["lr"] = group["base_lr"] * factor
+            x = data.train.images[data.train.image_index[index]]  # each caption's image
+            x = augment(x.to(device, non_blocking=True).float() / 255.0)
+            ids, mask = trim(input_ids[index], attention_mask[index])
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
+                image_x = model.encode_image(x)
+                text_x = model.encode_text(ids.to(device), mask.to(device))
+            loss = loss_fn(image_x, text_x, index.to(device))
+            if not torch.isfinite(loss):
+                last = ckpt_path if ckpt_path.exists() else "none (no checkpoint written yet)"
+                raise FloatingPointError(f"[{cfg.run_id}] non-finite loss {loss.item()} at step {step}; "
+                                         f"last good checkpoint: {last}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            step += 1
+        seconds = time.perf_counter() - t0
+        row = {"epoch": epoch + 1, "step": step, "loss": sum(losses) / max(len(losses), 1), "lr": t.lr * factor,
+               "seconds": round(seconds, 3),
+               "samples_per_s": round((steps_per_epoch - start) * batch_size / max(seconds, 1e-9), 1)}
+        for name, tau in temperatures(loss_fn).items():
+            row.update({name: tau.item()} if tau.dim() == 0 else
+                       {f"{name}_mean": tau.mean().item(), f"{name}_std": tau.std().item()})
+        if t.eval_every and (epoch + 1) % t.eval_every == 0 and data.retrieval:
+            row.update(evaluator(model, only_first_retrieval=True))
+        log_rows.append(row)
+        losses = []
+        _log(f"[{cfg.run_id}] epoch {row['epoch']}/{t.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
+             f"{row['samples_per_s']:.0f} samples/s"
+             + (f" tau_image {row['tau_image_mean']:.4f}+-{row['tau_image_std']:.4f}" if "tau_image_mean" in row
+                else ""))
+        save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(),
+                    "rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+                    "step": step, "log_rows": log_rows, "epoch_losses": losses}, ckpt_path)
+        on_epoch_end(cfg.run_id, epoch + 1)
+
+    metrics = evaluator(model)
+    _write_outputs(cfg, out_dir, model, loss_fn, tokenizer, data, log_rows, metrics)
+    ckpt_path.unlink(missing_ok=True)
+    summary = ", ".join(f"{k} {v:.1f}" for k, v in metrics.items() if k.endswith(("_ir_r1", "_tr_r1", "_top1")))
+    _log(f"[{cfg.run_id}] {summary}")
+    return metrics
+
+
+def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, loss_fn: nn.Module, tokenizer,
+                   data: PairsFolder, log_rows: list[dict], metrics: dict) -> None:
+    artifacts = out_dir / "artifacts"
+    save_json(cfg.to_dict(), artifacts / "config.json")
+    save_text(tokenizer.backend_tokenizer.to_str(), artifacts / "tokenizer.json")
+    save_text(_csv(log_rows), out_dir / "train_log.csv")
+    taus = temperatures(loss_fn)
+    if "tau_image" in taus:
+        train = data.train
+        rows = [{"index": i, "image": train.image_ids[int(train.image_index[i])],
+                 "cluster": int(meta["cluster"]), "cluster_frequency": int(meta["cluster_frequency"]),
+                 "mismatched": int(meta["mismatched"]), "caption": caption,
+                 "tau_image": float(taus["tau_image"][i]), "tau_text": float(taus["tau_text"][i])}
+                for i, (caption, meta) in enumerate(zip(train.captions, _caption_meta(data), strict=True))]
+        save_text(_csv(rows), artifacts / "tau.csv")
+    save_torch(model.state_dict(), artifacts / "model.pt")
+    save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
+
+
+def _caption_meta(data: PairsFolder) -> list[dict[str, str]]:
+    """The meta row of each caption's image."""
+    return [data.train_meta[int(i)] for i in data.train.image_index]
+
+
+def _csv(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,45 @@
+"""Reading studies back: values, borrowed points, curves, config comparison."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from isogclr.analysis.studies import collect_study, same_settings, study_curves
+
+
+def _fake_run(root, study, method, value, top1, tau_init=0.3):
+    run = root / study / f"{method}-{value}-s0"
+    (run / "artifacts").mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"top1": top1, "knn1_top1": top1 - 1}))
+    (run / "train_log.csv").write_text("epoch,step,samples_seen,loss,seconds,knn1_top1\n1,2,64,1.0,0.5,10\n"
+                                       "2,4,128,0.9,0.5,\n")
+    (run / "artifacts" / "config.json").write_text(json.dumps({"run_id": f"{study}/{method}-{value}-s0",
+                                                               "method": {"kwargs": {"rho": value if study == "rho"
+                                                                                     else 0.3,
+                                                                                     "tau_init": tau_init}}}))
+
+
+def test_collect_study_reads_every_value_and_borrowed_points(tmp_path, smoke_params):
+    params = copy.deepcopy(smoke_params)
+    params["studies"]["rho"]["values"] = [0.1, 0.3]
+    params["studies"]["tau_init"]["values"] = [0.7]
+    for value, top1 in ((0.1, 40.0), (0.3, 42.0)):
+        _fake_run(tmp_path, "rho", "isogclr", value, top1)
+    _fake_run(tmp_path, "tau_init", "isogclr", 0.7, 45.0, tau_init=0.7)
+    rho = collect_study(params, "rho", tmp_path)
+    assert rho["value"].tolist() == [0.1, 0.3] and rho["top1"].tolist() == [40.0, 42.0]
+    both = collect_study(params, "tau_init", tmp_path, extra={0.3: ("rho", 0.3)})
+    assert both["value"].tolist() == [0.3, 0.7] and both["top1"].tolist() == [42.0, 45.0]
+    curves = study_curves(params, "rho", tmp_path)
+    assert curves["train_seconds"].tolist() == [0.5, 1.0, 0.5, 1.0]
+    diff = same_settings(tmp_path / "rho" / "isogclr-0.3-s0" / "artifacts" / "config.json",
+                         tmp_path / "tau_init" / "isogclr-0.7-s0" / "artifacts" / "config.json")
+    assert diff == ["method.kwargs.tau_init"]
+
+
+def test_missing_study_run_names_the_command(tmp_path, smoke_params):
+    with pytest.raises(FileNotFoundError, match="dvc repro study_rho"):
+        collect_study(smoke_params, "rho", tmp_path)

@@ -1,0 +1,162 @@
+"""The image-text run: outputs and their ranges, resume after an interruption, per-pair temperatures, config errors."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+
+import pytest
+
+from isogclr.config import ConfigError, bimodal_run_config, validate_params
+from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.train import bimodal
+
+SPEC = PairSpec(seed=3, image_size=16, num_pairs=96, num_clusters=8, mismatch_fraction=0.05, retrieval_images=12,
+                zeroshot_per_class=2)
+METHODS = {
+    "clip": {"loss": "clip", "tau": 0.05},
+    "isogclr_bimodal": {"loss": "isogclr_bimodal", "rho": 3.0, "tau_init": 0.03, "tau_min": 0.005, "tau_max": 0.1,
+                        "eta": 0.01},
+    "clip_individual_tau": {"loss": "clip_individual_tau", "tau_init": 0.03, "tau_min": 0.005, "tau_max": 0.5},
+    "simclr": {"loss": "simclr", "tau": 0.2},
+}
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("pairs")
+    write_synthetic_pairs(SPEC, root)
+    return {
+        "methods": METHODS,
+        "bimodal": {
+            "methods": ["clip", "isogclr_bimodal", "clip_individual_tau"], "seeds": [0], "data": str(root),
+            "image_size": 16, "epochs": 2, "batch_size": 32, "lr": 1e-3, "weight_decay": 0.02, "warmup_iters": 2,
+            "final_lr": 1e-6, "proj_dim": 16, "eval_every": 1, "device": "cpu", "num_threads": 1,
+            "image_encoder": {"arch": "resnet18", "width": 4, "cifar_stem": True},
+            "text_encoder": {"vocab_size": 200, "dim": 16, "n_layers": 1, "n_heads": 2, "hidden_dim": 32,
+                             "max_length": 24},
+        },
+    }
+
+
+def test_run_writes_metrics_in_range(tmp_path, params):
+    cfg = bimodal_run_config(params, "clip", 0)
+    metrics = bimodal.train_bimodal_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    expected = {f"retrieval_{s}_{d}_r{k}" for s in "ab" for d in ("ir", "tr") for k in (1, 5, 10)}
+    expected |= {f"synth{c}_top{k}" for c in (10, 100) for k in (1, 3, 5)}
+    assert set(metrics) == expected
+    assert all(0.0 <= v <= 100.0 for v in metrics.values())
+    assert metrics["retrieval_a_ir_r1"] <= metrics["retrieval_a_ir_r5"] <= metrics["retrieval_a_ir_r10"]
+    run = tmp_path / "run"
+    assert set(json.loads((run / "metrics.json").read_text())) == expected
+    log = list(csv.DictReader((run / "train_log.csv").open()))
+    assert [int(r["epoch"]) for r in log] == [1, 2]
+    assert {"loss", "lr", "seconds", "retrieval_a_ir_r1"} <= set(log[0])
+    assert {"config.json", "tokenizer.json", "model.pt"} <= {p.name for p in (run / "artifacts").iterdir()}
+    assert not (run / "artifacts" / "tau.csv").exists()  # a global temperature: no per-pair file
+    assert not (tmp_path / "ckpt" / "checkpoint.pt").exists()
+
+
+def test_resume_after_interruption_gives_the_same_result(tmp_path, params, monkeypatch):
+    cfg = bimodal_run_config(params, "isogclr_bimodal", 0)
+    straight = bimodal.train_bimodal_run(cfg, tmp_path / "straight", tmp_path / "ckpt_straight")
+
+    def stop(run_id: str, epoch: int) -> None:
+        if epoch == 1:
+            raise KeyboardInterrupt("interrupted after epoch 1")
+
+    monkeypatch.setattr(bimodal, "on_epoch_end", stop)
+    with pytest.raises(KeyboardInterrupt):
+        bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
+    assert (tmp_path / "ckpt" / "checkpoint.pt").exists() and not (tmp_path / "resumed").exists()
+    monkeypatch.undo()
+    resumed = bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
+    assert resumed == straight
+    for name in ("artifacts/tau.csv", "metrics.json"):
+        assert (tmp_path / "straight" / name).read_text() == (tmp_path / "resumed" / name).read_text()
+    losses = [[r["loss"] for r in csv.DictReader((tmp_path / d / "train_log.csv").open())]
+              for d in ("straight", "resumed")]
+    assert losses[0] == losses[1]
+
+
+@pytest.mark.parametrize("method", ["isogclr_bimodal", "clip_individual_tau"])
+def test_tau_csv_has_one_row_per_pair_within_bounds(tmp_path, params, method):
+    cfg = bimodal_run_config(params, method, 0)
+    bimodal.train_bimodal_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    rows = list(csv.DictReader((tmp_path / "run" / "artifacts" / "tau.csv").open()))
+    assert len(rows) == SPEC.num_pairs
+    assert [int(r["index"]) for r in rows] == list(range(SPEC.num_pairs))
+    lo, hi = METHODS[method]["tau_min"], METHODS[method]["tau_max"]
+    for r in rows:
+        assert lo - 1e-7 <= float(r["tau_image"]) <= hi + 1e-7 and lo - 1e-7 <= float(r["tau_text"]) <= hi + 1e-7
+        assert int(r["cluster"]) >= 0 and int(r["cluster_frequency"]) >= 1 and r["caption"]
+    assert sum(int(r["mismatched"]) for r in rows) == round(SPEC.mismatch_fraction * SPEC.num_pairs)
+    log = list(csv.DictReader((tmp_path / "run" / "train_log.csv").open()))
+    assert {"tau_image_mean", "tau_image_std", "tau_text_mean", "tau_text_std"} <= set(log[0])
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    (lambda p: p["bimodal"].update(methods=["clip", "nope"]), "bimodal.methods: unknown method 'nope'"),
+    (lambda p: p["bimodal"].update(methods=["simclr"]), "bimodal.methods: method 'simclr' uses the unimodal"),
+    (lambda p: p["bimodal"].update(seeds=[]), "bimodal.seeds:"),
+    (lambda p: p["bimodal"].update(seeds=[-1]), "bimodal.seeds:"),
+    (lambda p: p["bimodal"].update(batch_size=1), "bimodal:"),
+    (lambda p: p["bimodal"].update(precision="fp16"), "bimodal:"),
+    (lambda p: p["bimodal"].update(epoch=3), "bimodal.epoch: unknown key"),
+    (lambda p: p["bimodal"]["image_encoder"].update(width=3), "bimodal.image_encoder:"),
+    (lambda p: p["bimodal"]["text_encoder"].update(dim=15), "bimodal.text_encoder.dim:"),
+    (lambda p: p["bimodal"]["text_encoder"].update(layers=2), "bimodal.text_encoder.layers: unknown key"),
+    (lambda p: p["bimodal"].update(paper_rows={"cyclip": "cyclip"}), "bimodal.paper_rows:"),
+    (lambda p: p["methods"]["isogclr_bimodal"].update(tau_min=0.5), "methods.isogclr_bimodal:"),
+])
+def test_config_errors_name_the_key(params, change, key):
+    bad = copy.deepcopy(params)
+    change(bad)
+    with pytest.raises(ConfigError) as err:
+        validate_params(bad)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_run_config_resolves_and_rejects_unimodal_methods(params):
+    cfg = bimodal_run_config(params, "isogclr_bimodal", 1)
+    assert cfg.run_id == "isogclr_bimodal-s1" and cfg.method.loss == "isogclr_bimodal"
+    assert cfg.to_dict()["text_encoder"]["dim"] == 16
+    with pytest.raises(ConfigError, match="^bimodal.methods: method 'simclr'"):
+        bimodal_run_config(params, "simclr", 0)
+
+
+def test_cli_train_bimodal_writes_the_run_folder(tmp_path, params):
+    import yaml
+
+    from isogclr.cli import main
+
+    path = tmp_path / "params.yaml"
+    small = copy.deepcopy(params)
+    small["bimodal"].update(epochs=1, eval_every=0)
+    path.write_text(yaml.safe_dump(small))
+    args = ["train-bimodal", "--method", "clip", "--seed", "0", "--params", str(path), "--out", str(tmp_path / "runs"),
+            "--checkpoints", str(tmp_path / "ckpt")]
+    assert main(args) == 0
+    metrics = json.loads((tmp_path / "runs" / "clip-s0" / "metrics.json").read_text())
+    assert "synth100_top5" in metrics
+    assert main(["train-bimodal", "--method", "simclr", *args[3:]]) == 2  # a ConfigError, reported with its key
+
+
+def test_report_helpers_parse_metrics_and_set_paper_rows(tmp_path):
+    from isogclr.analysis.bimodal import RETRIEVAL_METRICS, ZEROSHOT_METRICS, collect_bimodal_runs, side_by_side
+    from isogclr.analysis.tables import paper_numbers
+
+    run = tmp_path / "isogclr_bimodal-s0"
+    run.mkdir()
+    keys = [f"retrieval_{s}_{m}" for s in "ab" for m in RETRIEVAL_METRICS] + [
+        f"synth{c}_{m}" for c in (10, 100) for m in ZEROSHOT_METRICS]
+    (run / "metrics.json").write_text(json.dumps({k: float(i) for i, k in enumerate(keys)}))
+    runs = collect_bimodal_runs(tmp_path, ["isogclr_bimodal"], [0])
+    assert set(runs["dataset"]) == {"retrieval_a", "retrieval_b", "synth10", "synth100"}
+    assert runs.set_index(["dataset", "metric"]).loc[("retrieval_b", "tr_r10"), "value"] == 11.0
+    table = side_by_side(runs, paper_numbers("isogclr_table2"), RETRIEVAL_METRICS, {"isogclr_bimodal": "isogclr"})
+    assert table.loc[("retrieval_a (MSCOCO)", "isogclr_bimodal", "paper (isogclr)"), "ir_r1"] == "23.27 ± 0.18"
+    assert table.loc[("retrieval_b (Flickr30K)", "isogclr_bimodal", "ours"), "ir_r1"] == "6.00 ± 0.00"
+    with pytest.raises(FileNotFoundError, match="train-bimodal --method clip"):
+        collect_bimodal_runs(tmp_path, ["clip"], [0])
