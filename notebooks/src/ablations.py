@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
-from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, paper_numbers, write_table
+from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
 from isogclr.config import load_params, study_spec
 
@@ -160,9 +160,7 @@ right.set_xlabel("tau / tau_init")
 right.set_title("Figure 7 (left): tau vs tau_init")
 right.legend()
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "ablation_tau_rho.png"
-figure_path.parent.mkdir(parents=True, exist_ok=True)
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "ablation_tau_rho")
 
 # %% [markdown]
 # ## Figures 8/9: the final distributions of learned temperatures for several tau_init
@@ -185,7 +183,7 @@ ax.set_ylabel("samples")
 ax.set_title(f"Figures 8/9: final tau, iSogCLR on {dataset}")
 ax.legend()
 fig.tight_layout()
-fig.savefig(Path(reports_dir) / "figures" / "ablation_tau_distributions.png", dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "ablation_tau_distributions")
 final_spread = summary["mean"].max() - summary["mean"].min()
 init_spread = max(summary.index) - min(summary.index)
 verdicts.append(Verdict(

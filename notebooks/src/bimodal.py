@@ -45,7 +45,7 @@ from PIL import Image
 from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, collect_bimodal_runs, load_bimodal_taus,
                                       load_train_logs, mean_of, ordering_verdict, side_by_side, tau_extremes,
                                       tau_frequency_correlation)
-from isogclr.analysis.tables import paper_numbers, write_table
+from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
 from isogclr.config import load_params
 
@@ -54,8 +54,7 @@ spec = params["bimodal"]
 methods, seeds, paper_rows = spec["methods"], spec["seeds"], spec.get("paper_rows") or {}
 runs = collect_bimodal_runs(runs_dir, methods, seeds)
 paper = paper_numbers("isogclr_table2")
-tables, figures = Path(reports_dir) / "tables", Path(reports_dir) / "figures"
-figures.mkdir(parents=True, exist_ok=True)
+tables = Path(reports_dir) / "tables"
 setting = (f"profile `{params.get('profile', '?')}`: {spec['epochs']} epochs, batch {spec['batch_size']}, "
            f"mean ± std over seeds {seeds}; paper: CC3M, 30 epochs, batch 512, 3 seeds")
 
@@ -110,7 +109,7 @@ axes[0].set(xlabel="epoch", ylabel="(loss - min) / (max - min)", title="training
 axes[1].set(xlabel="epoch", ylabel="IR@1 (%)", title="retrieval_a (~MSCOCO) IR@1 per epoch")
 axes[1].legend()
 fig.tight_layout()
-fig.savefig(figures / "bimodal_convergence.png", dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "bimodal_convergence")
 
 # %% [markdown]
 # ## Individual temperatures by plain autograd (appendix C.3)
@@ -132,7 +131,7 @@ for m in tau_methods:
 ax.set(xlabel="epoch", ylabel="mean temperature (± std over pairs)", title="learned per-pair temperatures")
 ax.legend(fontsize=8)
 fig.tight_layout()
-fig.savefig(figures / "bimodal_individual_tau.png", dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "bimodal_individual_tau")
 
 # %% [markdown]
 # ## Learned temperature vs semantic frequency (section 6.3, Figures 6, 10, 11)
@@ -167,7 +166,7 @@ for row, (title, picked) in enumerate((("largest", largest), ("smallest", smalle
     axes[row][0].text(-0.15, 0.5, f"{title} tau_image", transform=axes[row][0].transAxes, rotation=90,
                       ha="right", va="center", fontsize=9)
 fig.suptitle(f"{iso['method'].iloc[0]}: pairs with the largest (top) and smallest (bottom) learned tau_image")
-fig.savefig(figures / "bimodal_tau_extremes.png", dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "bimodal_tau_extremes")
 
 # %%
 pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[

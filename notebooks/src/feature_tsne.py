@@ -46,7 +46,7 @@ from isogclr.analysis.embeddings import (
     tau_extremes,
     tsne_embedding,
 )
-from isogclr.analysis.tables import write_table
+from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import Verdict, write_verdicts
 from isogclr.config import load_params, run_id
@@ -85,9 +85,7 @@ for ax, method in zip(axes[0], methods, strict=True):
     ax.set_yticks([])
 fig.suptitle(f"t-SNE of {dataset} test features (seed {seed}), coloured by class", fontsize=10)
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "feature_tsne.png"
-figure_path.parent.mkdir(parents=True, exist_ok=True)
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "feature_tsne")
 
 # %% [markdown]
 # ## Figure 5 analog: the learned temperatures of the long-tailed run
@@ -114,7 +112,7 @@ ax.set_xticks([])
 ax.set_yticks([])
 ax.set_title(f"{lt_run}: train features, coloured by class", fontsize=10)
 fig.tight_layout()
-fig.savefig(Path(reports_dir) / "figures" / "tau_tsne.png", dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "tau_tsne")
 summary.round(4)
 
 # %% [markdown]

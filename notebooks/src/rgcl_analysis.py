@@ -59,7 +59,7 @@ from isogclr.analysis.rgcl import (
     rgcl_dual_objective,
     semantic_frequency_anchors,
 )
-from isogclr.analysis.tables import write_table
+from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, write_verdicts
 
 figure2_h = {"h = [0, -1]": np.array([0.0, -1.0]), "h = [-0.5, -0.5]": np.array([-0.5, -0.5])}
@@ -99,9 +99,7 @@ for ax, (name, h) in zip(axes, figure2_h.items(), strict=True):
     ax.set_aspect("equal")
     ax.legend(loc="lower left", fontsize=7)
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "rgcl_contours.png"
-figure_path.parent.mkdir(parents=True, exist_ok=True)
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "rgcl_contours")
 
 # %% [markdown]
 # ## Figure 3: optimal p* for an anchor with frequent vs rare semantics
@@ -153,8 +151,7 @@ right.set_ylabel("dual objective (eq. 7)")
 right.set_title("dual objective, optimum marked", fontsize=9)
 right.legend(fontsize=7)
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "rgcl_optimal_p.png"
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "rgcl_optimal_p")
 
 # %% [markdown]
 # ## Verdicts

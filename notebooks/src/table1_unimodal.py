@@ -29,7 +29,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, side_by_side, write_table
+from isogclr.analysis.tables import (PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure,
+                                    side_by_side, write_table)
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
 from isogclr.config import load_params
 
@@ -60,9 +61,7 @@ pivot_mean.plot.bar(yerr=pivot_std, ax=ax, rot=0, capsize=3)
 ax.set_ylabel("linear-probe top-1 (%)")
 ax.set_title("Table 1 at this profile: mean ± std over seeds")
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "table1_unimodal.png"
-figure_path.parent.mkdir(parents=True, exist_ok=True)
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "table1_unimodal")
 
 # %% [markdown]
 # ## Does the claim hold at this scale?

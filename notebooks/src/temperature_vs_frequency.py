@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from isogclr.analysis.tables import write_table
+from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import extreme_class_distribution, frequency_correlation, load_temperatures
 from isogclr.config import load_params, run_id
 
@@ -59,9 +59,7 @@ right.set_xlabel("class frequency (training samples)")
 right.set_ylabel("mean learned tau")
 right.set_title("mean tau per class")
 fig.tight_layout()
-figure_path = Path(reports_dir) / "figures" / "temperature_vs_frequency.png"
-figure_path.parent.mkdir(parents=True, exist_ok=True)
-fig.savefig(figure_path, dpi=100, metadata={"Software": None})
+save_figure(fig, reports_dir, "temperature_vs_frequency")
 
 # %% [markdown]
 # ## Verdict

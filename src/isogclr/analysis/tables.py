@@ -82,3 +82,11 @@ def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:
     stem = Path(stem)
     save_text(f"{caption}\n\n{table.to_markdown()}\n", stem.with_suffix(".md"))
     save_text(table.to_csv(), stem.with_suffix(".csv"))
+
+
+def save_figure(fig, reports_dir: Path | str, name: str) -> Path:
+    """``<reports_dir>/figures/<name>.png`` at 100 dpi, without a software/timestamp tag (reruns are byte-stable)."""
+    path = Path(reports_dir) / "figures" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    return path
