@@ -37,7 +37,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     # the numbers in the table are the runs' numbers
     top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
     assert f"{top1:.2f} ± 0.00" in table
-    for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne"):  # every report ran and has verdicts
+    for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne", "bimodal"):  # each ran, with verdicts
         executed = json.loads((repo / "reports" / f"{report}.ipynb").read_text())
         assert not any(o.get("output_type") == "error" for c in executed["cells"] for o in c.get("outputs", []))
         assert (repo / "reports" / "verdicts" / f"{report}.csv").read_text().count("\n") >= 2
