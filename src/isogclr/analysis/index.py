@@ -2,7 +2,9 @@
 
 Input per report ``name``: the executed notebook ``reports/<name>.ipynb`` (its title is the first
 markdown heading) and its verdicts ``reports/verdicts/<name>.csv`` (:mod:`.verdicts`). Output:
-``reports/html/<name>.html`` (nbconvert, inputs shown), ``reports/index.html`` and ``reports/README.md``.
+``reports/html/<name>.html`` (nbconvert's ``basic`` template, inputs shown, wrapped in a small page
+that shares ``reports/html/style.css`` instead of embedding nbconvert's stylesheet in every file),
+``reports/index.html`` and ``reports/README.md``.
 Deterministic: no timestamps, reports in the order given.
 """
 
@@ -17,6 +19,9 @@ from nbconvert import HTMLExporter
 
 from ..train.checkpoint import save_text
 
+_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
+          "pre{background:#f6f6f6;padding:6px;overflow-x:auto}img{max-width:100%}\n")
 _MARK = {"held": "✅ held", "not held": "❌ not held", "not testable": "➖ not testable"}
 
 
@@ -39,15 +44,18 @@ def _verdicts(reports_dir: Path, name: str) -> pd.DataFrame:
 
 def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None:
     reports_dir = Path(reports_dir)
-    exporter = HTMLExporter()
+    exporter = HTMLExporter(template_name="basic")
+    save_text(_STYLE, reports_dir / "html" / "style.css")
     sections_md, sections_html, counts = [], [], {s: 0 for s in _MARK}
     for name in names:
         notebook = reports_dir / f"{name}.ipynb"
         if not notebook.exists():
             raise FileNotFoundError(f"{notebook} is missing: run `dvc repro` first")
         body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
-        save_text(body, reports_dir / "html" / f"{name}.html")
         title, verdicts = notebook_title(notebook), _verdicts(reports_dir, name)
+        save_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                  f"<link rel='stylesheet' href='style.css'></head><body>\n{body}\n</body></html>\n",
+                  reports_dir / "html" / f"{name}.html")
         for status in verdicts["status"]:
             counts[status] += 1
         sections_md.append(f"## [{title}]({name}.ipynb)\n\nHTML: [html/{name}.html](html/{name}.html)\n\n"
@@ -63,9 +71,8 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
              f"Verdicts are computed by the notebooks from our runs ({summary}); at the mini scale they "
              "test the direction of the papers' claims on small generated data, not their numbers.")
     save_text(f"# isogclr reports\n\n{intro}\n\n" + "\n".join(sections_md), reports_dir / "README.md")
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}")
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>isogclr reports</title>"
-            f"<style>{style}</style></head><body>\n<h1>isogclr reports</h1>\n<p>{html.escape(intro)}</p>\n"
+            f"<link rel='stylesheet' href='html/style.css'></head><body>\n<h1>isogclr reports</h1>\n"
+            f"<p>{html.escape(intro)}</p>\n"
             + "\n".join(sections_html) + "\n</body></html>\n")
     save_text(page, reports_dir / "index.html")
