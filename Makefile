@@ -11,11 +11,19 @@ export PYTHONHASHSEED := 0
 
 .PHONY: setup data-packages repro test lint notebooks benchmarks clean-venv
 
+# torch's CUDA build brings ~4 GB of nvidia/triton libraries: .venv takes ~5.3 GB (5.7 GB byte-compiled).
+# pip keeps no cache copy and compiles nothing ahead of import, and a disk too small is reported before anything is installed.
+VENV_GB ?= 5.5
+
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=/path/to/python3.11)"; exit 1; }
+	@free_kb=$$(df -Pk . | awk 'NR==2 {print $$4}'); need_kb=$$(awk 'BEGIN {printf "%.0f", $(VENV_GB) * 1048576}'); \
+	if [ -z "$$free_kb" ] || [ -x $(BIN)/python ]; then :; \
+	elif [ "$$free_kb" -lt "$$need_kb" ]; then \
+		echo "error: $(CURDIR) has $$((free_kb / 1048576)) GB free; the environment (.venv: torch with its CUDA libraries) needs about $(VENV_GB) GB"; exit 1; fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-cache-dir --upgrade pip
+	$(BIN)/python -m pip install --quiet --no-cache-dir --no-compile -c requirements/constraints.txt -e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed data-packages

@@ -1,11 +1,17 @@
 """Augmented views per second: the batched tensor pipeline (kornia) vs the per-image PIL pipeline, on CPU.
 
-Both apply SimCLR's augmentation (random resized crop, flip, colour jitter p=0.8, grayscale
-p=0.2, normalisation) to uint8 images of 32x32 and 96x96. The PIL pipeline is torchvision's
-transforms on PIL images, one image at a time, run by a DataLoader with 2 worker processes (both
-cores, as in training); the batched pipeline augments whole batches of 256 with 2 torch threads.
+Both apply SimCLR's augmentation with the same parameters (``AugmentConfig()``: random resized crop with
+scale (0.08, 1), flip p=0.5, colour jitter 0.4/0.4/0.4/0.1 with p=0.8, grayscale p=0.2, normalisation) to
+uint8 images of 32x32 and 96x96, one view per image. The PIL pipeline is torchvision's transforms on PIL
+images, one image at a time, run by a DataLoader with 2 worker processes (both cores, as in training); its
+workers are started before the clock starts (persistent workers, one untimed epoch), as the batched pipeline
+gets an untimed warm-up call. The batched pipeline augments whole batches of 256 with 2 torch threads,
+including the uint8 -> float conversion (the PIL side includes ``ToTensor``).
 
-Usage: python benchmarks/bench_augment.py [--images 2048] [--out reports/benchmarks]
+The two pipelines are timed in alternation (PIL, batched, PIL, batched, ...) and the best pass of each is
+kept, so that load from other processes on the machine affects both alike.
+
+Usage: python benchmarks/bench_augment.py [--images 2048] [--passes 3] [--out reports/benchmarks]
 Writes ``augment.md`` and ``augment.csv``. Target: batched >= 3x PIL at 32x32.
 """
 
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import time
 from pathlib import Path
 
@@ -26,13 +33,13 @@ from isogclr.data.augment import AugmentConfig, simclr_augmentation, to_float
 
 
 class PILViews(Dataset):
-    def __init__(self, images: np.ndarray, size: int) -> None:
+    def __init__(self, images: np.ndarray, size: int, cfg: AugmentConfig) -> None:
         self.images = images
-        s = 0.4
+        s = cfg.jitter_strength
         self.transform = T.Compose([
-            T.RandomResizedCrop(size, scale=(0.08, 1.0)), T.RandomHorizontalFlip(),
-            T.RandomApply([T.ColorJitter(s, s, s, s / 4)], p=0.8), T.RandomGrayscale(p=0.2), T.ToTensor(),
-            T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)),
+            T.RandomResizedCrop(size, scale=(cfg.crop_scale_min, 1.0)), T.RandomHorizontalFlip(cfg.flip_p),
+            T.RandomApply([T.ColorJitter(s, s, s, s / 4)], p=cfg.jitter_p), T.RandomGrayscale(p=cfg.grayscale_p),
+            T.ToTensor(), T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)),
         ])
 
     def __len__(self) -> int:
@@ -42,18 +49,20 @@ class PILViews(Dataset):
         return self.transform(Image.fromarray(self.images[i]))
 
 
-def pil_rate(images: np.ndarray, size: int) -> float:
-    loader = DataLoader(PILViews(images, size), batch_size=256, num_workers=2, persistent_workers=False)
+def pil_loader(images: np.ndarray, size: int, cfg: AugmentConfig) -> DataLoader:
+    loader = DataLoader(PILViews(images, size, cfg), batch_size=256, num_workers=2, persistent_workers=True)
+    for _ in loader:  # untimed: start the workers and warm them up
+        pass
+    return loader
+
+
+def pil_rate(loader: DataLoader) -> float:
     start = time.perf_counter()
     count = sum(len(batch) for batch in loader)
     return count / (time.perf_counter() - start)
 
 
-def batched_rate(images: np.ndarray, size: int) -> float:
-    torch.set_num_threads(2)
-    augment = simclr_augmentation(AugmentConfig(), size)
-    data = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
-    augment(to_float(data[:256]))  # warm-up
+def batched_rate(augment: torch.nn.Module, data: torch.Tensor) -> float:
     start = time.perf_counter()
     count = 0
     for i in range(0, len(data), 256):
@@ -64,14 +73,27 @@ def batched_rate(images: np.ndarray, size: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=2048)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 96])
     parser.add_argument("--out", default="reports/benchmarks")
     args = parser.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    cfg = AugmentConfig()
     rng = np.random.default_rng(0)
-    rows = []
-    for size in (32, 96):
+    rows, loads = [], [os.getloadavg()[0]]
+    for size in args.sizes:
         images = rng.integers(0, 256, (args.images, size, size, 3), dtype=np.uint8)
-        pil = max(pil_rate(images, size) for _ in range(2))
-        batched = max(batched_rate(images, size) for _ in range(2))
+        loader = pil_loader(images, size, cfg)
+        augment = simclr_augmentation(cfg, size)
+        data = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
+        augment(to_float(data[:256]))  # untimed warm-up
+        pil, batched = 0.0, 0.0
+        for _ in range(args.passes):  # alternate, so that outside load hits both pipelines alike
+            pil = max(pil, pil_rate(loader))
+            batched = max(batched, batched_rate(augment, data))
+        del loader
+        loads.append(os.getloadavg()[0])
         rows.append({"size": size, "pil_views_per_s": round(pil), "batched_views_per_s": round(batched),
                      "ratio": round(batched / pil, 2)})
     out = Path(args.out)
@@ -81,9 +103,13 @@ def main() -> None:
         writer.writeheader()
         writer.writerows(rows)
     lines = ["# Augmentation throughput (CPU, 2 cores)", "",
-             f"SimCLR views of {args.images} random uint8 images; best of 2 passes. PIL: torchvision transforms per "
-             "image in a DataLoader with 2 workers. Batched: `isogclr.data.augment` (kornia) on batches of 256 with "
-             "2 threads. Generated by `benchmarks/bench_augment.py`.", "",
+             f"SimCLR views of {args.images} random uint8 images; best of {args.passes} passes, the two pipelines "
+             "timed in alternation. PIL: torchvision transforms per image in a DataLoader with 2 (pre-started) "
+             "workers. Batched: `isogclr.data.augment` (kornia / torch ops) on batches of 256 with 2 threads. "
+             "Generated by `benchmarks/bench_augment.py`.", "",
+             f"Machine load (1-min load average, {os.cpu_count()} cores) at start and after each size: "
+             f"{', '.join(f'{x:.1f}' for x in loads)}; above ~0.5 other processes share the cores, which slows "
+             "both pipelines (hence the alternation) and makes absolute rates lower than on an idle machine.", "",
              "| size | PIL views/s | batched views/s | batched / PIL |", "|---|---|---|---|",
              *[f"| {r['size']}x{r['size']} | {r['pil_views_per_s']} | {r['batched_views_per_s']} | {r['ratio']} |"
                for r in rows]]

@@ -36,6 +36,8 @@ def test_params_yaml_is_the_mini_profile():
     (lambda p: p["model"]["encoder"].update(arch="vit"), "model.encoder"),
     (lambda p: p["probe"].update(report="best_epoch"), "probe"),
     (lambda p: p["data"]["synthetic"].update(image_size=4), "data.synthetic"),
+    (lambda p: p["data"]["fashion_mnist_mini"].update(per_class=[10, 5000]), "data.fashion_mnist_mini"),
+    (lambda p: p["table1_real"]["datasets"].append("fashion_mnist_mini_x"), "table1_real.datasets"),
     (lambda p: p["table1"].update(seeds=[-1]), "table1.seeds"),
     (lambda p: p["temperatures"].update(methods=["simclr_x"]), "temperatures.methods"),
 ])

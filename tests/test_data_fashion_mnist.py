@@ -88,3 +88,52 @@ def test_real_files(tmp_path):
     assert np.bincount(train.labels.numpy()).tolist() == [6000] * 10
     lt = load_dataset("fashion_mnist_lt", tmp_path, "train")
     assert len(lt) == sum(int(6000 * 0.01 ** (c / 9)) for c in range(10)) == 14886
+
+
+def test_mini_subset_is_an_image_folder_read_back_exactly(tmp_path, monkeypatch):
+    """The mini subset: the first k images per class, resized, written as PNGs and read by image_folder."""
+    from PIL import Image
+
+    system = tmp_path / "system"
+    arrays = _fixture(system, n_train=300, n_test=50)
+    monkeypatch.setattr(fashion_mnist, "SYSTEM_DIR", system)
+    root = tmp_path / "data"
+    spec = fashion_mnist.FashionMnistMiniSpec(per_class=(20, 3), image_size=16)
+    counts = fashion_mnist.write_fashion_mnist_mini(spec, root, root / "fashion_mnist_mini")
+    assert counts == {"train": 200, "test": 30}
+    assert sorted(p.name for p in (root / "fashion_mnist_mini" / "train").iterdir()) == fashion_mnist.CLASS_FOLDERS
+
+    train = load_dataset("fashion_mnist_mini", root, "train")
+    assert train.images.shape == (200, 3, 16, 16) and train.num_classes == 10
+    assert train.labels.bincount().tolist() == [20] * 10
+    # source_index: positions in the official split; class c's first 20 images in split order
+    labels = arrays["train"][1]
+    expected = np.sort(np.concatenate([np.flatnonzero(labels == c)[:20] for c in range(10)]))
+    assert np.array_equal(np.sort(train.source_index.numpy()), expected)
+    # pixels: the official image resized once (bicubic), grey in all three channels, lossless round trip
+    i = int(train.source_index[0])
+    resized = np.asarray(Image.fromarray(arrays["train"][0][i]).resize((16, 16), Image.Resampling.BICUBIC))
+    assert all(np.array_equal(train.images[0, c].numpy(), resized) for c in range(3))
+    assert int(train.labels[0]) == int(labels[i])
+
+    lt = load_dataset("fashion_mnist_mini_lt", root, "train")
+    assert lt.labels.bincount(minlength=10).tolist() == [int(20 * 0.01 ** (c / 9)) for c in range(10)]
+    assert set(lt.source_index.tolist()) <= set(train.source_index.tolist())
+    assert load_dataset("fashion_mnist_mini_lt", root, "test").labels.bincount().tolist() == [3] * 10
+
+    # rewriting replaces the folder (no stale class folders or files survive)
+    fashion_mnist.write_fashion_mnist_mini(fashion_mnist.FashionMnistMiniSpec((5, 1), 8), root,
+                                           root / "fashion_mnist_mini")
+    assert load_dataset("fashion_mnist_mini", root, "train").images.shape == (50, 3, 8, 8)
+
+
+def test_mini_subset_errors_name_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(fashion_mnist, "SYSTEM_DIR", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="fashion-mnist-mini"):
+        load_dataset("fashion_mnist_mini", tmp_path, "train")
+    with pytest.raises(FileNotFoundError, match="apt-get install -y dataset-fashion-mnist"):
+        fashion_mnist.write_fashion_mnist_mini(fashion_mnist.FashionMnistMiniSpec(), tmp_path, tmp_path / "out")
+    with pytest.raises(ValueError, match="data.fashion_mnist_mini.per_class"):
+        fashion_mnist.FashionMnistMiniSpec(per_class=(7000, 10))
+    with pytest.raises(ValueError, match="data.fashion_mnist_mini.image_size"):
+        fashion_mnist.FashionMnistMiniSpec(image_size=64)

@@ -9,7 +9,22 @@ import pytest
 import torch
 
 from isogclr.data import load_dataset, long_tailed_positions
-from isogclr.data.synthetic import FINE_PER_SUPERCLASS, SyntheticSpec, generate_split, write_synthetic
+from isogclr.data.synthetic import (
+    FINE_PER_SUPERCLASS,
+    SyntheticSpec,
+    class_folders,
+    fine_classes,
+    generate_split,
+    write_synthetic,
+)
+
+
+def _digest(folder) -> str:
+    """sha256 over every file's relative path and bytes."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return h.hexdigest()
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
@@ -17,8 +32,28 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
     digests = []
     for folder, s in (("a", spec), ("b", spec), ("c", SyntheticSpec(seed=4, image_size=12, per_class={10: (3, 1)}))):
         write_synthetic(s, tmp_path / folder)
-        digests.append(hashlib.sha256((tmp_path / folder / "c10" / "train.npz").read_bytes()).hexdigest())
+        digests.append(_digest(tmp_path / folder))
     assert digests[0] == digests[1] != digests[2]
+
+
+def test_written_as_an_image_folder_read_back_exactly(tmp_path):
+    """The files are the layout the ImageNet loader reads; loading gives the generator's pixels and attributes."""
+    spec = SyntheticSpec(seed=1, image_size=12, per_class={10: (4, 2)})
+    counts = write_synthetic(spec, tmp_path / "synthetic")
+    assert counts == {"c10/train": 40, "c10/test": 20}
+    train_dir = tmp_path / "synthetic" / "c10" / "train"
+    assert sorted(p.name for p in train_dir.iterdir()) == sorted(class_folders(10))
+    assert len(list(train_dir.rglob("*.png"))) == 40
+    reference = generate_split(spec, 10, 4, split_seed=1)
+    train = load_dataset("synth10", tmp_path, "train")
+    assert np.array_equal(train.images.numpy().transpose(0, 2, 3, 1), reference["images"])
+    assert np.array_equal(np.asarray(fine_classes(10))[train.labels.numpy()], reference["fine_label"])
+    assert np.array_equal(train.extra["hue"], reference["hue"])  # attributes survive the CSV exactly
+    assert torch.equal(train.source_index, torch.arange(40))
+    # an image deleted behind the loader's back is reported, not silently dropped
+    next(train_dir.rglob("*.png")).unlink()
+    with pytest.raises(ValueError, match="do not match"):
+        load_dataset("synth10", tmp_path, "train")
 
 
 def test_counts_and_hierarchy(smoke_data, smoke_params):

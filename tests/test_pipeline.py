@@ -37,12 +37,18 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     # the numbers in the table are the runs' numbers
     top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
     assert f"{top1:.2f} ± 0.00" in table
-    for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne", "bimodal"):  # each ran, with verdicts
+    for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne", "emc2_convergence", "bimodal"):
         executed = json.loads((repo / "reports" / f"{report}.ipynb").read_text())
         assert not any(o.get("output_type") == "error" for c in executed["cells"] for o in c.get("outputs", []))
         assert (repo / "reports" / "verdicts" / f"{report}.csv").read_text().count("\n") >= 2
     index = (repo / "reports" / "README.md").read_text()
     assert "profile `smoke`" in index and "Ablations" in index and (repo / "reports" / "index.html").exists()
+    real = (repo / "reports" / "tables" / "table1_real.md").read_text()  # Fashion-MNIST, read from its image folder
+    top1 = json.loads((repo / "runs" / "isogclr-fashion_mnist_mini-s0" / "metrics.json").read_text())["top1"]
+    assert "ours fashion_mnist_mini" in real and f"{top1:.2f} ± 0.00" in real
+    assert (repo / "data" / "fashion_mnist_mini" / "train").is_dir()
+    loss_curve = (repo / "runs" / "isogclr-synth10-s0" / "dvclive" / "plots" / "metrics" / "loss.tsv").read_text()
+    assert loss_curve.splitlines()[0] == "step\tloss" and len(loss_curve.splitlines()) == 3  # 2 smoke epochs
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -56,6 +62,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     metrics = subprocess.run([str(BIN / "dvc"), "metrics", "show"], cwd=repo, env=env, capture_output=True,
                              text=True)
     assert "runs/isogclr-synth10-s0/metrics.json" in metrics.stdout
+    assert "runs/isogclr-synth10-s0/dvclive/metrics.json" in metrics.stdout
 
     # an ablation knob of one method invalidates only that method's runs
     params = (repo / "params.yaml").read_text().replace("    rho: 0.3", "    rho: 0.5", 1)
@@ -87,5 +94,7 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
     assert "table1_unimodal" in stages and "index" in stages
     assert len([s for s in stages if s.startswith("train_table3@")]) == 72
     assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
+    assert len([s for s in stages if s.startswith("train_real@")]) == 24  # Fashion-MNIST (+ LT), 4 methods, 3 seeds
+    assert "emc2_convergence" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
     assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout

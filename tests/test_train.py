@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import csv
 import json
+import math
 import os
 import signal
 import subprocess
@@ -11,13 +13,14 @@ import sys
 import time
 
 import pytest
+import timm
 import torch
 import yaml
 
-from isogclr.config import run_config
+from isogclr.config import ConfigError, run_config
 from isogclr.models import EncoderConfig, build_encoder
 from isogclr.train.loop import train_run
-from isogclr.train.optim import LARS, param_groups, warmup_cosine
+from isogclr.train.optim import LARS, OptimConfig, param_groups, warmup_cosine
 
 
 def smoke_run(params, data_root, method="isogclr", **train):
@@ -41,6 +44,18 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     taus = [float(line.split(",")[-1]) for line in outs[0][1].splitlines()[1:]]
     assert len(taus) == 400 and all(0.05 <= t <= 1.0 for t in taus)
     assert len((run / "train_log.csv").read_text().splitlines()) == 1 + cfg.train.epochs
+    # the exported encoder loads by the timm name and width recorded in config.json
+    encoder_cfg = json.loads((run / "artifacts" / "config.json").read_text())["encoder"]
+    assert encoder_cfg["timm_name"] == "isogclr_resnet18_cifar"
+    encoder = timm.create_model(encoder_cfg["timm_name"], width=encoder_cfg["width"], num_classes=0,
+                                checkpoint_path=str(run / "artifacts" / "encoder.pt"))
+    assert encoder(torch.randn(2, 3, 16, 16)).shape == (2, encoder.num_features)
+
+
+def read_tsv(path) -> list[dict]:
+    """A DVCLive plot file's rows without the wall-clock ``timestamp`` column (if DVCLive wrote one)."""
+    with open(path, newline="") as f:
+        return [{k: v for k, v in row.items() if k != "timestamp"} for row in csv.DictReader(f, delimiter="\t")]
 
 
 def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smoke_data):
@@ -72,6 +87,31 @@ def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smok
         if name == "train_log.csv":  # wall-clock columns differ; the losses must not
             straight, killed = ([line.split(",")[:4] for line in t.splitlines()] for t in (straight, killed))
         assert straight == killed, name
+    # DVCLive: one row per epoch in every curve, the same steps and values (throughput is wall clock)
+    live = {out: tmp_path / out / "isogclr-synth10-s0" / "dvclive" for out in ("straight", "killed")}
+    for out, folder in live.items():
+        assert sorted(p.name for p in folder.iterdir()) == ["metrics.json", "plots"], out  # no dvc.yaml, no report
+    curves = sorted(p.name for p in (live["straight"] / "plots" / "metrics").iterdir())
+    assert curves == ["loss.tsv", "lr.tsv", "samples_per_s.tsv", "tau_mean.tsv", "tau_std.tsv"]
+    assert sorted(p.name for p in (live["killed"] / "plots" / "metrics").iterdir()) == curves
+    for curve in curves:
+        straight, killed = (read_tsv(live[out] / "plots" / "metrics" / curve) for out in ("straight", "killed"))
+        assert [int(r["step"]) for r in killed] == list(range(1, params["train"]["epochs"] + 1)), curve
+        if curve == "samples_per_s.tsv":
+            straight, killed = ([r["step"] for r in rows] for rows in (straight, killed))
+        assert straight == killed, curve
+    summaries = [json.loads((live[out] / "metrics.json").read_text()) for out in ("straight", "killed")]
+    for summary in summaries:
+        summary.pop("samples_per_s")
+    assert summaries[0] == summaries[1]
+    assert summaries[0]["step"] == params["train"]["epochs"]
+    assert summaries[0]["top1"] == json.loads((tmp_path / "straight" / "isogclr-synth10-s0" / "metrics.json")
+                                              .read_text())["top1"]
+    # one log line per epoch, with the elapsed time and the ETA
+    epoch_lines = [line for line in resumed.stdout.splitlines() if " epoch " in line]
+    assert len(epoch_lines) == params["train"]["epochs"]
+    assert all(" elapsed " in line and " eta " in line for line in epoch_lines)
+    assert epoch_lines[-1].endswith(" eta 0:00:00")
 
 
 def test_cifar_stem_encoder_shapes():
@@ -104,6 +144,38 @@ def test_warmup_cosine():
     assert warmup_cosine(100, 100, 10, 0.1) == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize(("warmup", "expected"), [
+    ({"warmup_epochs": 1.6}, {0: 1 / 16, 15: 1.0, 58: 0.5}),  # 1.6 epochs of 10 steps = 16 steps
+    ({"warmup_epochs": 0, "warmup_iters": 16}, {0: 1 / 16, 15: 1.0, 58: 0.5}),  # the same schedule, in steps
+    ({"warmup_epochs": 0, "warmup_iters": 30}, {0: 1 / 30, 29: 1.0, 65: 0.5}),
+    ({"warmup_epochs": 0}, {0: 1.0, 50: 0.5}),  # no warm-up
+])
+def test_warmup_in_epochs_or_iterations(warmup, expected):
+    """The learning rate at given steps of a 100-step run (10 steps per epoch), warm-up in either unit."""
+    cfg = OptimConfig(lr=0.4, **warmup)
+    warmup_steps = cfg.warmup_steps(steps_per_epoch=10)
+    for step, factor in expected.items():
+        assert cfg.lr * warmup_cosine(step, 100, warmup_steps) == pytest.approx(0.4 * factor), step
+
+
+BOTH_WARMUPS = r"train\.optimizer\.warmup_epochs \(.*\) and train\.optimizer\.warmup_iters \(.*\) are both non-zero"
+
+
+@pytest.mark.parametrize(("optimizer", "message"), [
+    ({"warmup_epochs": 1, "warmup_iters": 10}, BOTH_WARMUPS),
+    ({"warmup_iters": 10}, BOTH_WARMUPS),  # warmup_epochs defaults to 10: a step count alone needs warmup_epochs: 0
+    ({"warmup_epochs": 0, "warmup_iters": -1}, r"train\.optimizer\.warmup_iters must be an integer >= 0"),
+    ({"warmup_epochs": 0, "warmup_iters": 2.5}, r"train\.optimizer\.warmup_iters must be an integer >= 0"),
+])
+def test_warmup_epochs_and_iters_are_exclusive(smoke_params, optimizer, message):
+    """A params.yaml that sets both warm-up lengths, or a bad warmup_iters, fails before any compute."""
+    params = copy.deepcopy(smoke_params)
+    params["train"]["optimizer"].pop("warmup_epochs")
+    params["train"]["optimizer"].update(optimizer)
+    with pytest.raises(ConfigError, match=message):
+        run_config(params, "isogclr", "synth10", 0)
+
+
 def test_torchrun_two_cpu_processes(tmp_path, smoke_params, smoke_data):
     """The README's multi-process command, on CPU with gloo: the run completes and rank 0 writes the outputs."""
     _, params = smoke_run(smoke_params, smoke_data, epochs=1)
@@ -123,7 +195,9 @@ def test_torchrun_two_cpu_processes(tmp_path, smoke_params, smoke_data):
 
 def test_tau_simclr_trains_with_an_extra_head_output_and_eval_curve(tmp_path, smoke_params, smoke_data):
     """TaU+SimCLR gets its per-view logit e from one extra head output; eval_every logs 1-NN per epoch."""
-    cfg, _ = smoke_run(smoke_params, smoke_data, method="tau_simclr", eval_every=1)
+    cfg, params = smoke_run(smoke_params, smoke_data, method="tau_simclr", eval_every=1)
+    params["train"]["optimizer"].update(warmup_epochs=0, warmup_iters=20)  # the loop's warm-up counted in steps
+    cfg = run_config(params, "tau_simclr", "synth10", 0)
     metrics = train_run(cfg, tmp_path / "run", tmp_path / "ckpt")
     assert 0.0 <= metrics["top1"] <= 100.0
     state = torch.load(tmp_path / "run" / "artifacts" / "encoder.pt")
@@ -134,3 +208,11 @@ def test_tau_simclr_trains_with_an_extra_head_output_and_eval_curve(tmp_path, sm
     rows = [dict(zip(header, line.split(","), strict=True)) for line in log[1:]]
     assert [int(r["samples_seen"]) for r in rows] == [int(r["step"]) * cfg.train.batch_size for r in rows]
     assert all(0.0 <= float(r["knn1_top1"]) <= 100.0 for r in rows)
+    # 12 steps per epoch; the logged lr is the last step's: 12/20 of the way up, then 3/4 down the cosine
+    steps = 400 // cfg.train.batch_size
+    assert steps == 12 and cfg.train.epochs == 2
+    lr = cfg.optimizer.lr
+    assert [float(r["lr"]) for r in rows] == pytest.approx([lr * 12 / 20, lr * warmup_cosine(23, 24, 20)])
+    assert warmup_cosine(23, 24, 20) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.75)))
+    assert [int(r["step"]) for r in read_tsv(tmp_path / "run" / "dvclive" / "plots" / "metrics" / "knn1_top1.tsv")] \
+        == [1, 2]

@@ -69,7 +69,9 @@ def test_resume_after_interruption_gives_the_same_result(tmp_path, params, monke
     monkeypatch.setattr(bimodal, "on_epoch_end", stop)
     with pytest.raises(KeyboardInterrupt):
         bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
-    assert (tmp_path / "ckpt" / "checkpoint.pt").exists() and not (tmp_path / "resumed").exists()
+    assert (tmp_path / "ckpt" / "checkpoint.pt").exists()
+    # an interrupted run has written its live curves only: no metrics, no artifacts
+    assert [p.name for p in (tmp_path / "resumed").iterdir()] == ["dvclive"]
     monkeypatch.undo()
     resumed = bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
     assert resumed == straight
@@ -78,6 +80,11 @@ def test_resume_after_interruption_gives_the_same_result(tmp_path, params, monke
     losses = [[r["loss"] for r in csv.DictReader((tmp_path / d / "train_log.csv").open())]
               for d in ("straight", "resumed")]
     assert losses[0] == losses[1]
+    curves = [(tmp_path / d / "dvclive" / "plots" / "metrics" / "loss.tsv").read_text()
+              for d in ("straight", "resumed")]
+    assert curves[0] == curves[1] and len(curves[0].splitlines()) == 1 + cfg.train.epochs
+    summary = json.loads((tmp_path / "resumed" / "dvclive" / "metrics.json").read_text())
+    assert summary["retrieval_a_ir_r1"] == round(resumed["retrieval_a_ir_r1"], 4)
 
 
 @pytest.mark.parametrize("method", ["isogclr_bimodal", "clip_individual_tau"])

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import yaml
 
-from .config import ConfigError, load_params, pair_spec, run_config, study_run_config, synthetic_spec, validate_params
+from .config import (
+    ConfigError,
+    fashion_mnist_mini_spec,
+    load_params,
+    pair_spec,
+    run_config,
+    study_run_config,
+    synthetic_spec,
+    validate_params,
+)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -30,6 +39,17 @@ def _synthetic(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     write_synthetic(spec, Path(args.out))
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({spec})")
+    return 0
+
+
+def _fashion_mnist_mini(args: argparse.Namespace) -> int:
+    from .data.fashion_mnist import write_fashion_mnist_mini
+
+    params = load_params(args.params)
+    spec = fashion_mnist_mini_spec(params)
+    t0 = time.perf_counter()
+    counts = write_fashion_mnist_mini(spec, Path((params.get("data") or {}).get("root", "data")), Path(args.out))
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({counts}, {spec})")
     return 0
 
 
@@ -103,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--out", default="data/synthetic")
     p.set_defaults(func=_synthetic)
+
+    p = sub.add_parser("fashion-mnist-mini", help="write the mini Fashion-MNIST subset as an image folder "
+                                                  "(data.fashion_mnist_mini)")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--out", default="data/fashion_mnist_mini")
+    p.set_defaults(func=_fashion_mnist_mini)
 
     p = sub.add_parser("synthetic-pairs", help="generate image-text pairs, retrieval and zero-shot sets "
                                                "(data.synthetic_pairs)")

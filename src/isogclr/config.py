@@ -16,6 +16,7 @@ import yaml
 
 from .data import DATASETS
 from .data.augment import AugmentConfig
+from .data.fashion_mnist import FashionMnistMiniSpec
 from .data.synthetic import SyntheticSpec
 from .data.synthetic_pairs import PairSpec
 from .eval.linear_probe import ProbeConfig
@@ -23,7 +24,7 @@ from .losses import LOSSES, MovingAverageConventions, build_loss
 from .models import EncoderConfig, HeadConfig
 from .train.optim import OptimConfig
 
-TABLE_SECTIONS = ("table1", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
+TABLE_SECTIONS = ("table1", "table1_real", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
 
 
 class ConfigError(ValueError):
@@ -143,6 +144,13 @@ def synthetic_spec(params: dict[str, Any]) -> SyntheticSpec:
     return _typed(SyntheticSpec, raw, "data.synthetic")
 
 
+def fashion_mnist_mini_spec(params: dict[str, Any]) -> FashionMnistMiniSpec:
+    raw = dict((params.get("data") or {}).get("fashion_mnist_mini") or {})
+    if "per_class" in raw:
+        raw["per_class"] = tuple(raw["per_class"])
+    return _typed(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
+
+
 def pair_spec(params: dict[str, Any]) -> PairSpec:
     return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")
 
@@ -151,6 +159,7 @@ def validate_params(params: dict[str, Any]) -> None:
     """Check every section and every run the tables ask for; raise :class:`ConfigError` naming the key."""
     synthetic_spec(params)
     pair_spec(params)
+    fashion_mnist_mini_spec(params)
     for name in params.get("methods") or {}:
         _method(params, name)
     for section in TABLE_SECTIONS:

@@ -15,6 +15,9 @@ PAPER_COUNTERPART = {
     "synth10": "CIFAR10", "synth10_lt": "CIFAR10-LT", "synth100": "CIFAR100", "synth100_lt": "CIFAR100-LT",
     "cifar10": "CIFAR10", "cifar10_lt": "CIFAR10-LT", "cifar100": "CIFAR100", "cifar100_lt": "CIFAR100-LT",
     "imagenet100": "ImageNet100", "inaturalist": "iNaturalist",
+    # Fashion-MNIST is not in the papers: compared by role with CIFAR10 / CIFAR10-LT (10 classes)
+    "fashion_mnist": "CIFAR10", "fashion_mnist_lt": "CIFAR10-LT",
+    "fashion_mnist_mini": "CIFAR10", "fashion_mnist_mini_lt": "CIFAR10-LT",
 }
 
 

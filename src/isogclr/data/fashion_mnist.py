@@ -13,19 +13,31 @@ From 2 or 3 they are decompressed once into the raw folder of 1 (the layout torc
 Images stay 1-channel: (N, 1, 28, 28) uint8; 60,000 train and 10,000 test images, 6,000 and
 1,000 per class. ``fashion_mnist_lt`` keeps ``int(6000 * 0.01 ** (c / 9))`` train images of class c
 (imbalance ratio 100, 14,886 images in all); its test split is the balanced one.
+
+``fashion_mnist_mini`` and ``fashion_mnist_mini_lt`` are the mini profile's real dataset: the first
+``per_class`` train and test images of every class, resized to ``image_size`` pixels, written once by
+:func:`write_fashion_mnist_mini` (the ``fashion_mnist_mini`` stage of dvc.yaml) as an image folder
+``<root>/fashion_mnist_mini/{train,test}/<class>/<index>.png`` and read back by the same
+:func:`~isogclr.data.folder.image_folder` code as ImageNet-100 (``<index>`` is the image's position in
+the full Fashion-MNIST split and becomes its ``source_index``). The long-tailed variant keeps
+``int(n * 0.01 ** (c / 9))`` of the ``n`` train images of class c.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import re
 import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .base import ImageData, long_tailed_positions, register_dataset
+from .folder import image_folder
 
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
 INSTALL_HINT = "sudo apt-get install -y dataset-fashion-mnist"
@@ -94,3 +106,67 @@ def load_fashion_mnist(root: Path, split: str, long_tailed: bool) -> ImageData:
 
 register_dataset("fashion_mnist")(lambda root, split: load_fashion_mnist(root, split, False))
 register_dataset("fashion_mnist_lt")(lambda root, split: load_fashion_mnist(root, split, True))
+
+
+MINI_FOLDER = "fashion_mnist_mini"
+CLASS_FOLDERS = [f"{c}_{re.sub('[^a-z]+', '_', name.lower())}" for c, name in enumerate(CLASS_NAMES)]
+
+
+@dataclass(frozen=True)
+class FashionMnistMiniSpec:
+    """``data.fashion_mnist_mini`` in params.yaml: images per class (train, test) and their size in pixels."""
+
+    per_class: tuple[int, int] = (200, 100)
+    image_size: int = 16
+
+    def __post_init__(self) -> None:
+        train, test = self.per_class
+        if not (1 <= train <= 6000 and 1 <= test <= 1000):
+            raise ValueError(f"data.fashion_mnist_mini.per_class: (train, test) must be within (6000, 1000) "
+                             f"per class and >= 1, got {self.per_class}")
+        if not 8 <= self.image_size <= 28:
+            raise ValueError(f"data.fashion_mnist_mini.image_size must be in [8, 28], got {self.image_size}")
+
+
+def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Path) -> dict[str, int]:
+    """Write the subset as an image folder into ``out_dir`` (replaced atomically); return images per split."""
+    from PIL import Image
+
+    out_dir = Path(out_dir)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    counts = {}
+    for split, per_class in zip(("train", "test"), spec.per_class, strict=True):
+        full = load_fashion_mnist(root, split, long_tailed=False)
+        labels = full.labels.numpy()
+        for c, folder in enumerate(CLASS_FOLDERS):
+            (tmp / split / folder).mkdir(parents=True)
+            for i in np.flatnonzero(labels == c)[:per_class]:
+                img = Image.fromarray(full.images[i, 0].numpy(), mode="L")
+                img = img.resize((spec.image_size, spec.image_size), Image.Resampling.BICUBIC)
+                img.save(tmp / split / folder / f"{int(full.source_index[i]):05d}.png")
+        counts[split] = per_class * len(CLASS_FOLDERS)
+    (tmp / "meta.json").write_text(json.dumps({"spec": asdict(spec), "images": counts}, indent=1))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.replace(tmp, out_dir)
+    return counts
+
+
+def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageData:
+    folder = Path(root) / MINI_FOLDER
+    meta = folder / "meta.json"
+    if not meta.is_file():
+        raise FileNotFoundError(f"{meta} not found: write the subset with `python -m isogclr fashion-mnist-mini "
+                                f"--out {folder}` (the fashion_mnist_mini stage of dvc.yaml; it needs "
+                                f"`{INSTALL_HINT}`)")
+    size = json.loads(meta.read_text())["spec"]["image_size"]
+    data = image_folder(folder, split, size=size, classes=CLASS_FOLDERS, source="the fashion_mnist_mini stage")
+    data.class_names = list(CLASS_NAMES)
+    data.source_index = torch.as_tensor([int(Path(p).stem) for p in data.extra["path"]], dtype=torch.int64)
+    if long_tailed and split == "train":
+        data = data.subset(long_tailed_positions(data.labels.numpy(), 100.0))
+    return data
+
+
+register_dataset("fashion_mnist_mini")(lambda root, split: load_fashion_mnist_mini(root, split, False))
+register_dataset("fashion_mnist_mini_lt")(lambda root, split: load_fashion_mnist_mini(root, split, True))

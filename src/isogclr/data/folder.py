@@ -45,6 +45,8 @@ def load_square_rgb(path: Path | str | BinaryIO, size: int) -> np.ndarray:
         img.draft("RGB", (size, size))  # JPEG: decode at a reduced scale that is still >= size
         img = img.convert("RGB")
         w, h = img.size
+        if (w, h) == (size, size):  # already square at size (the generated sets): nothing to resize or crop
+            return np.asarray(img, dtype=np.uint8)
         scale = size / min(w, h)
         nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
         img = img.resize((nw, nh), Image.Resampling.BICUBIC)

@@ -16,13 +16,17 @@ Generation is deterministic in ``seed`` (numpy PCG64), vectorised, and chunked.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .base import ImageData, long_tailed_positions, register_dataset
+from .folder import image_folder
 
 LOBES = ["trefoil", "quatrefoil", "cinquefoil", "sexfoil", "septfoil"]
 STYLES = ["blob", "ring", "donut", "pair"]
@@ -159,48 +163,79 @@ def generate_split(spec: SyntheticSpec, variant: int, per_class: int, split_seed
     return out
 
 
-def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> None:
-    """Write ``c<variant>/{train,test}.npz`` and ``meta.json`` atomically into ``out_dir``."""
+def class_folders(num_classes: int) -> list[str]:
+    """Folder names of a variant's classes, in label order (``plain_trefoil_blob``, ...)."""
+    return [name.replace(" ", "_") for name in class_names(num_classes)]
+
+
+def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
+    """Write every variant as an image folder into ``out_dir`` (replaced atomically); return images per split.
+
+    Layout, the one :func:`~isogclr.data.folder.image_folder` reads for ImageNet::
+
+        out_dir/meta.json                               the spec, class and superclass names
+        out_dir/c<variant>/<split>/<class>/<index>.png  <index>: position in the split's generation order
+        out_dir/c<variant>/<split>.csv                  every image's attributes (fine_label, superclass,
+                                                        texture, colour, size, position, ...) by index
+    """
+    from PIL import Image
+
+    out_dir = Path(out_dir)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    counts = {}
     for variant, (train, test) in sorted(spec.per_class.items()):
-        folder = out_dir / f"c{variant}"
-        folder.mkdir(parents=True, exist_ok=True)
+        folders = dict(zip(fine_classes(variant), class_folders(variant), strict=True))
         for name, per_class, split_seed in (("train", train, 1), ("test", test, 2)):
             arrays = generate_split(spec, variant, per_class, split_seed)
-            tmp = folder / f".{name}.tmp.npz"
-            np.savez_compressed(tmp, **arrays)
-            tmp.replace(folder / f"{name}.npz")
+            split_dir = tmp / f"c{variant}" / name
+            for folder in folders.values():
+                (split_dir / folder).mkdir(parents=True)
+            for i, (image, fine) in enumerate(zip(arrays["images"], arrays["fine_label"], strict=True)):
+                Image.fromarray(image, mode="RGB").save(split_dir / folders[int(fine)] / f"{i:06d}.png")
+            attributes = pd.DataFrame({k: v for k, v in arrays.items() if k != "images"})
+            attributes.index.name = "index"
+            attributes.to_csv(tmp / f"c{variant}" / f"{name}.csv", float_format="%.17g")
+            counts[f"c{variant}/{name}"] = len(arrays["images"])
     meta = {"spec": asdict(spec), "class_names": class_names(100), "superclass_names": superclass_names()}
-    tmp = out_dir / ".meta.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=1))
-    tmp.replace(out_dir / "meta.json")
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.replace(tmp, out_dir)
+    return counts
 
 
-def _load_split(root: Path, variant: int, split: str) -> dict[str, np.ndarray]:
-    path = root / "synthetic" / f"c{variant}" / f"{split}.npz"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: generate it with `python -m isogclr data synthetic --out "
-                                f"{root / 'synthetic'}` (the `synthetic` stage of dvc.yaml)")
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd.DataFrame]:
+    """The variant's split through the image-folder loader, in generation order, and its attribute table."""
+    folder = Path(root) / "synthetic" / f"c{num_classes}"
+    table = folder / f"{split}.csv"
+    if not table.is_file():
+        raise FileNotFoundError(f"{table} not found: generate it with `python -m isogclr synthetic --out "
+                                f"{Path(root) / 'synthetic'}` (the `synthetic` stage of dvc.yaml)")
+    size = json.loads((Path(root) / "synthetic" / "meta.json").read_text())["spec"]["image_size"]
+    data = image_folder(folder, split, size=size, classes=class_folders(num_classes),
+                        source="the `synthetic` stage of dvc.yaml")
+    order = np.argsort([int(Path(p).stem) for p in data.extra["path"]], kind="stable")
+    data = data.subset(order)
+    attributes = pd.read_csv(table, index_col="index")
+    index = np.asarray([int(Path(p).stem) for p in data.extra["path"]])
+    if len(index) != len(attributes) or not np.array_equal(index, attributes.index.to_numpy()):
+        raise ValueError(f"{folder / split}: the images ({len(index)}) do not match the rows of {table} "
+                         f"({len(attributes)}); regenerate with the `synthetic` stage")
+    return data, attributes
 
 
 def load_synthetic(root: Path, split: str, num_classes: int, long_tailed: bool) -> ImageData:
-    arrays = _load_split(root, num_classes, split)
-    fine = fine_classes(num_classes)
-    label_of = np.full(100, -1)
-    label_of[fine] = np.arange(len(fine))
-    positions = np.flatnonzero(label_of[arrays["fine_label"]] >= 0)
-    labels = label_of[arrays["fine_label"][positions]]
+    data, attributes = _load_split(root, num_classes, split)
+    positions = np.arange(len(data))
     if long_tailed and split == "train":
-        positions = positions[long_tailed_positions(labels, 100.0)]
-        labels = label_of[arrays["fine_label"][positions]]
-    extra = {k: v[positions] for k, v in arrays.items() if k not in ("images", "fine_label")}
+        positions = long_tailed_positions(data.labels.numpy(), 100.0)
+    extra = {k: attributes[k].to_numpy()[positions] for k in attributes.columns if k != "fine_label"}
     return ImageData(
-        images=torch.from_numpy(np.ascontiguousarray(arrays["images"][positions].transpose(0, 3, 1, 2))),
-        labels=torch.from_numpy(labels.astype(np.int64)),
+        images=data.images[positions],
+        labels=data.labels[positions],
         class_names=class_names(num_classes),
         source_index=torch.from_numpy(positions.astype(np.int64)),
-        superclass=torch.from_numpy(arrays["superclass"][positions].astype(np.int64)),
+        superclass=torch.from_numpy(attributes["superclass"].to_numpy()[positions].astype(np.int64)),
         superclass_names=superclass_names(),
         extra=extra,
     )

@@ -16,6 +16,7 @@ BatchNorm runs in eval mode, so F is a deterministic function of the weights.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -35,9 +36,14 @@ def global_contrastive_loss(feats: torch.Tensor, tau: float) -> torch.Tensor:
     return (-positive + tau * log_g).mean()
 
 
-def exact_objective_and_grad_norm(model: nn.Module, views: torch.Tensor, tau: float,
-                                  chunk: int = 256) -> tuple[float, float]:
-    """(F(w), ||grad_w F(w)||^2) for ``model`` mapping images to features, on fixed ``views`` (n, A, C, H, W)."""
+def exact_objective_and_grad_norm(model: nn.Module, views: torch.Tensor, tau: float, chunk: int = 256,
+                                  objective: Callable[[torch.Tensor, float], torch.Tensor] = global_contrastive_loss,
+                                  ) -> tuple[float, float]:
+    """(F(w), ||grad_w F(w)||^2) for ``model`` mapping images to features, on fixed ``views`` (n, A, C, H, W).
+
+    ``objective(features (n, A, d), tau)`` is F as a function of all the features (default: the global
+    contrastive loss above); any such function gets the same two-pass gradient.
+    """
     n, a = views.shape[:2]
     was_training = model.training
     model.eval()
@@ -48,7 +54,7 @@ def exact_objective_and_grad_norm(model: nn.Module, views: torch.Tensor, tau: fl
     with torch.no_grad():
         feats = torch.cat([features(i) for i in range(0, n, chunk)])
     feats.requires_grad_()
-    value = global_contrastive_loss(feats, tau)
+    value = objective(feats, tau)
     (grad_feats,) = torch.autograd.grad(value, feats)
     grads = [torch.zeros_like(p) for p in params]
     for i in range(0, n, chunk):

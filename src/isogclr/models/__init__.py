@@ -1,11 +1,15 @@
-"""Encoders (timm ResNets) and projection heads."""
+"""Encoders (timm ResNets) and projection heads.
+
+Importing this package registers the CIFAR-stem encoders in timm as ``isogclr_resnet18_cifar``,
+``isogclr_resnet34_cifar`` and ``isogclr_resnet50_cifar`` (see :mod:`isogclr.models.encoders`).
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .encoders import EncoderConfig, build_encoder
+from .encoders import EncoderConfig, build_encoder, timm_name
 from .heads import HeadConfig, build_head
 
 
@@ -22,4 +26,4 @@ class ContrastiveModel(nn.Module):
         return h, self.head(h)
 
 
-__all__ = ["ContrastiveModel", "EncoderConfig", "HeadConfig", "build_encoder", "build_head"]
+__all__ = ["ContrastiveModel", "EncoderConfig", "HeadConfig", "build_encoder", "build_head", "timm_name"]

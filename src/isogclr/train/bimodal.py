@@ -16,6 +16,7 @@ A run writes into ``out_dir``:
 * ``train_log.csv``: per epoch the mean training loss, the last learning rate, seconds, samples/s,
   the temperatures' mean and std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and,
   every ``eval_every`` epochs, IR@1 / TR@1 on the first retrieval set (the convergence curve);
+* ``dvclive/``: the same curves and the final metrics as DVCLive files (:mod:`isogclr.train.curves`);
 * ``artifacts/config.json``, ``artifacts/tokenizer.json`` (the WordPiece trained on the training
   captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``), ``artifacts/model.pt``;
 * ``artifacts/tau.csv`` (losses with per-pair temperatures): index, image, cluster,
@@ -43,6 +44,7 @@ from ..data.pairs_folder import PairsFolder, load_pairs_folder
 from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
 from ..models.bimodal import BimodalModel, build_tokenizer, image_normalization, tokenize, trim
 from .checkpoint import save_json, save_text, save_torch
+from .curves import log_epoch, open_curves, write_curves
 from .loop import resolve_device
 from .optim import param_groups, warmup_cosine
 
@@ -182,6 +184,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
         step, log_rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
         _log(f"[{cfg.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
 
+    live = open_curves(out_dir / "dvclive", log_rows)
     model.train()
     factor = warmup_cosine(step, total_steps, t.warmup_iters, t.final_lr / t.lr)
     while step < total_steps:
@@ -220,6 +223,8 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
             row.update(evaluator(model, only_first_retrieval=True))
         log_rows.append(row)
         losses = []
+        log_epoch(live, row)
+        live.make_summary()
         _log(f"[{cfg.run_id}] epoch {row['epoch']}/{t.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
              f"{row['samples_per_s']:.0f} samples/s"
              + (f" tau_image {row['tau_image_mean']:.4f}+-{row['tau_image_std']:.4f}" if "tau_image_mean" in row
@@ -244,6 +249,7 @@ def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, lo
     save_json(cfg.to_dict(), artifacts / "config.json")
     save_text(tokenizer.backend_tokenizer.to_str(), artifacts / "tokenizer.json")
     save_text(_csv(log_rows), out_dir / "train_log.csv")
+    write_curves(out_dir / "dvclive", log_rows, metrics)
     taus = temperatures(loss_fn)
     if "tau_image" in taus:
         train = data.train

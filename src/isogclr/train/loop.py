@@ -5,7 +5,10 @@ A run writes into ``out_dir``:
 * ``metrics.json``: linear-probe top-1 and 1-NN top-1 on the test split (and the random-init probe, if asked);
 * ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, seconds, throughput, temperature
   stats, and the 1-NN test accuracy every ``train.eval_every`` epochs: accuracy against samples seen and time);
-* ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`;
+* ``dvclive/``: the same curves (step = epoch) and the final metrics as DVCLive files, for ``dvc plots show``
+  and ``dvc exp show`` (:mod:`isogclr.train.curves`; rebuilt from the checkpointed rows, never appended twice);
+* ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`, plus ``encoder.timm_name``: the
+  timm name that loads ``encoder.pt`` (see :mod:`isogclr.models.encoders`);
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
 * ``artifacts/encoder.pt``: the encoder's state_dict;
 * ``artifacts/features.pt``: frozen encoder features and labels of the train and test splits.
@@ -35,9 +38,10 @@ from ..data import IndexedImageDataset, load_dataset
 from ..data.augment import simclr_augmentation, to_float
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features, linear_probe
-from ..models import ContrastiveModel
+from ..models import ContrastiveModel, timm_name
 from . import distributed
 from .checkpoint import save_json, save_text, save_torch
+from .curves import log_epoch, open_curves, write_curves
 from .distributed import gather_no_grad, gather_with_grad
 from .optim import build_optimizer, warmup_cosine
 
@@ -52,6 +56,13 @@ def resolve_device(name: str) -> torch.device:
 
 def _log(message: str) -> None:
     print(message, flush=True)
+
+
+def _hms(seconds: float) -> str:
+    """``H:MM:SS`` for the per-epoch log line."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
 def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baseline: bool = False) -> dict:
@@ -76,7 +87,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     local = batch_size // ctx.world_size
     steps_per_epoch = n // batch_size  # the last incomplete batch is dropped: contrastive batches keep size B
     total_steps = steps_per_epoch * cfg.train.epochs
-    warmup_steps = round(cfg.optimizer.warmup_epochs * steps_per_epoch)
+    warmup_steps = cfg.optimizer.warmup_steps(steps_per_epoch)
 
     torch.manual_seed(cfg.seed)  # the same initial model on every rank
     memory_format = torch.channels_last if cfg.train.channels_last else torch.preserve_format
@@ -128,8 +139,12 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
                         "step": step, "log_rows": log_rows, "epoch_losses": losses, "metrics": metrics}, ckpt_path)
         distributed.barrier()
 
+    live = open_curves(out_dir / "dvclive", log_rows) if ctx.is_main else None
     model.train()
     interactive = sys.stderr.isatty() and ctx.is_main
+    # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
+    # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
+    loop_start, loop_first_step = time.perf_counter(), step
     while step < total_steps:
         epoch, start = divmod(step, steps_per_epoch)
         order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
@@ -179,10 +194,17 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
             row["knn1_top1"] = _knn_now(model, train_data, test_data, device)
         log_rows.append(row)
         losses = []
+        if live is not None:
+            log_epoch(live, row)
+            live.make_summary()
         if ctx.is_main:
+            elapsed = time.perf_counter() - loop_start
+            epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
+            eta = epoch_seconds * (total_steps - step) / steps_per_epoch
             _log(f"[{cfg.run_id}] epoch {row['epoch']}/{cfg.train.epochs} loss {row['loss']:.4f} "
                  f"lr {row['lr']:.3g} {row['samples_per_s']:.0f} samples/s"
-                 + (f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else ""))
+                 + (f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else "")
+                 + f" elapsed {_hms(elapsed)} eta {_hms(eta)}")
         checkpoint()
 
     if not ctx.is_main:
@@ -218,8 +240,11 @@ def _evaluate(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, de
 
 def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, log_rows, metrics) -> None:
     artifacts = out_dir / "artifacts"
-    save_json(cfg.to_dict(), artifacts / "config.json")
+    config = cfg.to_dict()
+    config["encoder"]["timm_name"] = timm_name(cfg.encoder)
+    save_json(config, artifacts / "config.json")
     save_text(_csv(log_rows), out_dir / "train_log.csv")
+    write_curves(out_dir / "dvclive", log_rows, metrics)  # rebuilt: the same files as an uninterrupted run
     tau = getattr(loss_fn, "tau", None)
     if isinstance(tau, torch.Tensor):
         superclass = train_data.superclass if train_data.superclass is not None else torch.full_like(

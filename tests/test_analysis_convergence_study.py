@@ -1,0 +1,102 @@
+"""EMC2's convergence study runner (isogclr.analysis.convergence_study) on tiny settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from isogclr.analysis.convergence_study import (
+    CURVE_COLUMNS,
+    ConvergenceConfig,
+    all_pairs_contrastive_loss,
+    exact_objective,
+    precompute_views,
+    run_study,
+    train_method,
+)
+from isogclr.data import load_dataset
+from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
+from isogclr.models import EncoderConfig, HeadConfig
+
+
+def tiny(root, **overrides) -> ConvergenceConfig:
+    values = {"data_root": str(root), "num_images": 16, "num_augmentations": 2, "batch_size": 4, "epochs": 2,
+              "eval_every": 1, "encoder": EncoderConfig(width=4), "head": HeadConfig(2, 16, 8), "num_threads": 1}
+    values.update(overrides)
+    return ConvergenceConfig(**values)
+
+
+def test_study_columns_finite_and_deterministic(smoke_data):
+    cfg = tiny(smoke_data)
+    first = run_study(cfg, augmentation_values=(2, 3), augmentation_methods=("emc2",), reference_methods=("simclr",))
+    curve = first.convergence
+    assert list(curve.columns) == CURVE_COLUMNS
+    assert sorted(curve.method.unique()) == ["emc2", "simclr", "sogclr"]
+    assert curve.groupby("method").epoch.apply(list).map(tuple).unique().tolist() == [(0, 1, 2)]
+    assert (curve.samples_seen == curve.epoch * 4 * (16 // 4)).all()
+    assert curve[["objective", "grad_norm_sq", "seconds"]].map(math.isfinite).all().all()
+    assert (curve.grad_norm_sq > 0).all()
+    # every method starts from the same weights, so the same exact value at epoch 0
+    assert curve[curve.epoch == 0].objective.nunique() == 1
+    aug = first.augmentations
+    assert [(r.method, r.num_augmentations) for r in aug.itertuples()] == [("emc2", 2), ("emc2", 3), ("simclr", 2)]
+    assert aug[["objective", "grad_norm_sq", "knn1_top1"]].map(math.isfinite).all().all()
+    assert ((aug.knn1_top1 >= 0) & (aug.knn1_top1 <= 100)).all()
+    second = run_study(cfg, augmentation_values=(2, 3), augmentation_methods=("emc2",),
+                       reference_methods=("simclr",))
+    cols = ["objective", "grad_norm_sq"]
+    assert second.convergence[cols].equals(curve[cols])
+    assert second.augmentations[cols + ["knn1_top1"]].equals(aug[cols + ["knn1_top1"]])
+
+
+def test_views_fixed_across_epochs_and_pairs_distinct(smoke_data):
+    cfg = tiny(smoke_data, num_augmentations=3, methods=("emc2",), epochs=2)
+    images = load_dataset(cfg.dataset, cfg.data_root, "train").images[:cfg.num_images]
+    views = precompute_views(images, 3, cfg.augment, cfg.seed)
+    again = precompute_views(images, 3, cfg.augment, cfg.seed)
+    assert torch.equal(views, again)  # seeded, and the global generator is left alone
+    assert not torch.equal(views[:, 0], views[:, 1])
+    before = views.clone()
+    run = train_method("emc2", views, cfg, record_views=True)
+    assert torch.equal(views, before)  # training reads the fixed views, never re-augments
+    steps = len(run.view_ids)
+    assert steps == 2 * (16 // 4)
+    for index, aug1, aug2 in run.view_ids:
+        assert (aug1 < aug2).all() and (aug2 < 3).all() and len(set(index.tolist())) == len(index)
+    # each epoch visits every image once (batch 4 divides 16)
+    epoch1 = torch.cat([i for i, _, _ in run.view_ids[:steps // 2]])
+    assert sorted(epoch1.tolist()) == list(range(16))
+
+
+def test_all_pairs_objective_matches_the_library_at_two_views():
+    torch.manual_seed(0)
+    feats = torch.randn(5, 2, 4, dtype=torch.float64)
+    assert all_pairs_contrastive_loss(feats, 0.3).item() == pytest.approx(global_contrastive_loss(feats, 0.3).item())
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 6)).double()
+    views = torch.randn(6, 2, 3, 2, 2, dtype=torch.float64)
+    assert exact_objective(model, views, 0.3, chunk=4) == exact_objective_and_grad_norm(model, views, 0.3, chunk=4)
+    # A > 2: the two-pass gradient equals direct autograd of the all-pairs objective
+    views = torch.randn(6, 3, 3, 2, 2, dtype=torch.float64)
+    value, norm = exact_objective(model, views, 0.3, chunk=4)
+    direct = all_pairs_contrastive_loss(model(views.flatten(0, 1)).reshape(6, 3, -1), 0.3)
+    grads = torch.autograd.grad(direct, list(model.parameters()))
+    assert value == pytest.approx(direct.item(), rel=1e-12)
+    assert norm == pytest.approx(sum((g ** 2).sum() for g in grads).item(), rel=1e-10)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("num_images", 0), ("num_augmentations", 1), ("batch_size", 1), ("epochs", 0), ("eval_every", 0),
+    ("methods", ("simclr", "nope")), ("methods", ()), ("beta", 0.0), ("lr", -1.0), ("gamma", 1.5),
+    ("momentum", 1.0), ("weight_decay", -1.0), ("num_threads", -1), ("encoder", "resnet18"),
+])
+def test_invalid_config_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(ConvergenceConfig(), **{field: value})
+
+
+def test_batch_larger_than_subset_is_rejected():
+    with pytest.raises(ValueError, match="batch_size"):
+        ConvergenceConfig(num_images=4, batch_size=8)
