@@ -14,7 +14,7 @@
 #
 # **Our setting** (`isogclr.analysis.convergence_study`, where the conventions are documented): the first
 # `num_images` images of synth10's training split, `num_augmentations` SimCLR views of each computed once
-# (seeded), the project's mini model (ResNet-18 width 16, CIFAR stem, 3-layer 512-d head), SimCLR, SogCLR and
+# (seeded), the project's mini model (`params.yaml` `model`: a narrow ResNet-18 with a CIFAR stem and a 3-layer 512-d head), SimCLR, SogCLR and
 # EMC2 from the same initial weights on the same batches and view pairs, plain SGD. Every `eval_every`
 # epochs we evaluate exactly, by full passes over all n A views, the global objective
 # F(w) = mean_{i,a} [-z_ia . z_ia+ + tau log mean_{other images' views} exp(z_ia . z / tau)] and ||grad F||^2,

@@ -71,7 +71,7 @@ class ConvergenceConfig:
     """Settings of one study; every field is validated (``ValueError`` naming the field).
 
     Defaults: EMC2's Figure 7 problem on synth10 (first 500 training images, A = 2 views), the
-    project's mini model (ResNet-18 width 16, CIFAR stem, 3-layer 512-d head, as ``params.yaml``
+    project's mini model (a narrow ResNet-18, CIFAR stem, 3-layer 512-d head, as ``params.yaml``
     ``model``), beta 5 (EMC2's, tau 0.2 = the project's SimCLR / SogCLR tau), SogCLR gamma 0.9, plain SGD.
     The schedule is cut to a CPU budget of about 4 minutes for the whole report on 2 shared cores
     (batch 8, 6 epochs, learning rate 0.05, exact evaluation every 2 epochs) where EMC2's Figure 7 uses

@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from torch import nn
-from transformers import DistilBertConfig, DistilBertModel, PreTrainedTokenizerFast
+
+if TYPE_CHECKING:  # transformers takes ~3 s to import; unimodal runs validate this module's config without it
+    from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -40,6 +43,8 @@ def train_wordpiece(captions: Iterable[str], vocab_size: int, max_length: int) -
     up to ``vocab_size``. (``tokenizers``' own WordPiece trainer breaks ties in hash-map order,
     which changes the vocabulary from one process to the next.)
     """
+    from transformers import PreTrainedTokenizerFast
+
     normalizer = normalizers.BertNormalizer(lowercase=True)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     counts: Counter[str] = Counter()
@@ -64,6 +69,8 @@ class TextEncoder(nn.Module):
 
     def __init__(self, cfg: TextEncoderConfig, vocab_size: int | None = None) -> None:
         super().__init__()
+        from transformers import DistilBertConfig, DistilBertModel
+
         if cfg.pretrained:
             try:
                 self.bert = DistilBertModel.from_pretrained(cfg.pretrained)
