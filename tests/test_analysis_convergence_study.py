@@ -10,6 +10,7 @@ import torch
 
 from isogclr.analysis.convergence_study import (
     CURVE_COLUMNS,
+    FRESH_VIEWS,
     ConvergenceConfig,
     all_pairs_contrastive_loss,
     exact_objective,
@@ -50,6 +51,22 @@ def test_study_columns_finite_and_deterministic(smoke_data):
     cols = ["objective", "grad_norm_sq"]
     assert second.convergence[cols].equals(curve[cols])
     assert second.augmentations[cols + ["knn1_top1"]].equals(aug[cols + ["knn1_top1"]])
+
+
+def test_infinite_augmentation_trains_on_fresh_views_reproducibly(smoke_data):
+    cfg = tiny(smoke_data, methods=("emc2",))
+    study = run_study(cfg, augmentation_values=(2,), reference_methods=(), knn=False, infinite_augmentation=True)
+    rows = study.augmentations.set_index("num_augmentations")
+    assert rows.index.tolist() == [2, FRESH_VIEWS]
+    # same initial weights and batches, F on the same fixed views: only the training views differ
+    assert math.isfinite(rows.loc[FRESH_VIEWS, "objective"])
+    assert rows.loc[FRESH_VIEWS, "objective"] != rows.loc[2, "objective"]
+    again = run_study(cfg, augmentation_values=(2,), reference_methods=(), knn=False, infinite_augmentation=True)
+    assert again.augmentations[["objective", "grad_norm_sq"]].equals(study.augmentations[["objective", "grad_norm_sq"]])
+    images = load_dataset(cfg.dataset, cfg.data_root, "train").images[:cfg.num_images]
+    views = precompute_views(images, 2, cfg.augment, cfg.seed)
+    with pytest.raises(ValueError, match="only for emc2"):
+        train_method("simclr", views, cfg, fresh_from=images)
 
 
 def test_views_fixed_across_epochs_and_pairs_distinct(smoke_data):

@@ -49,6 +49,10 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert (repo / "data" / "fashion_mnist_mini" / "train").is_dir()
     loss_curve = (repo / "runs" / "isogclr-synth10-s0" / "dvclive" / "plots" / "metrics" / "loss.tsv").read_text()
     assert loss_curve.splitlines()[0] == "step\tloss" and len(loss_curve.splitlines()) == 3  # 2 smoke epochs
+    standard = (repo / "reports" / "tables" / "standard_batch.md").read_text()  # EMC2 at the standard batch
+    assert all(f"| {m}" in standard for m in ("simclr", "sogclr", "negcache", "emc2"))
+    augmentations = (repo / "reports" / "tables" / "emc2_augmentations.md").read_text()
+    assert "('emc2', 'inf')" in augmentations  # the infinite-augmentation EMC2 beside the pre-computed A
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -94,6 +98,7 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
     assert "table1_unimodal" in stages and "index" in stages
     assert len([s for s in stages if s.startswith("train_table3@")]) == 72
     assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
+    assert "study_standard_batch@emc2-256-0" in stages and "study_standard_batch@negcache-256-0" in stages
     assert len([s for s in stages if s.startswith("train_real@")]) == 24  # Fashion-MNIST (+ LT), 4 methods, 3 seeds
     assert "emc2_convergence" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)

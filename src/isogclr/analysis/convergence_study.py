@@ -33,6 +33,11 @@ burn-in is the loss's default P = b - 1, its R = 2b - 2). BatchNorm trains in
 train mode; F and its gradient are evaluated in eval mode (running statistics), so F is a
 deterministic function of the weights. The weight decay is not part of F.
 
+**Infinite augmentation** (Figure 3's reference): EMC2 in its default mode, two fresh SimCLR views of
+each batch image at every step (seeded per step, so the run is reproducible) and one Markov chain per
+image. Its F is evaluated on the same fixed A-view problem as the others; in the tables its
+``num_augmentations`` is 0 (:data:`FRESH_VIEWS`).
+
 Negative Cache is not run here: its objective uses one cached feature per image (EMC2's variant
 with un-augmented negatives), which is not F, and refreshing the cache at EMC2's rate (rho = 0.1,
 50 images per step for n = 500) would cost several times a training step.
@@ -62,6 +67,7 @@ from ..models import ContrastiveModel, EncoderConfig, HeadConfig
 from ..train.optim import OptimConfig, build_optimizer
 
 METHODS = ("simclr", "sogclr", "emc2")
+FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
 CURVE_COLUMNS = ["method", "num_augmentations", "epoch", "step", "samples_seen", "seconds", "objective",
                  "grad_norm_sq"]
 
@@ -150,7 +156,8 @@ def config_from_params(params: dict, **overrides) -> ConvergenceConfig:
         "augment": AugmentConfig(**(params.get("augment") or {})),
     }
     section = dict(params.get("emc2_convergence") or {})  # the study's own settings (params.yaml)
-    section.pop("augmentation_values", None)  # a list of runs, read by the report, not one run's setting
+    for key in ("augmentation_values", "infinite_augmentation"):  # which runs the report makes, not one run's setting
+        section.pop(key, None)
     known = {f.name for f in dataclasses.fields(ConvergenceConfig)}
     unknown = sorted(set(section) - known)
     if unknown:
@@ -229,7 +236,12 @@ def exact_objective(model: nn.Module, views: torch.Tensor, tau: float, chunk: in
 
 def build_method(method: str, cfg: ConvergenceConfig, num_images: int,
                  num_augmentations: int) -> tuple[nn.Module, float, bool]:
-    """(loss, loss_scale, takes_augmentation_ids): every method's gradient estimates grad L = grad F / tau."""
+    """(loss, loss_scale, takes_augmentation_ids): every method's gradient estimates grad L = grad F / tau.
+
+    ``num_augmentations`` = :data:`FRESH_VIEWS`: EMC2 with one chain per image (fresh views every step).
+    """
+    if method == "emc2" and num_augmentations == FRESH_VIEWS:
+        return build_loss("emc2", num_images, beta=cfg.beta, seed=cfg.seed), 1.0, False
     if method == "simclr":
         return build_loss("simclr", num_images, tau=cfg.tau), 1.0, False
     if method == "sogclr":  # value tau log g - z.z+: F's scale; 1/tau puts it on L's
@@ -260,21 +272,37 @@ class RunResult:
 
 
 def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
-                 record_views: bool = False) -> RunResult:
+                 record_views: bool = False, fresh_from: torch.Tensor | None = None) -> RunResult:
     """Train ``method`` on the fixed ``views`` (n, A, 3, H, W); evaluate F and ||grad F||^2 every
-    ``eval_every`` epochs (default ``cfg.eval_every``; the initial and final models always)."""
+    ``eval_every`` epochs (default ``cfg.eval_every``; the initial and final models always).
+
+    ``fresh_from``: the n uint8 images; then every step trains on two fresh augmentations of the batch's
+    images instead (infinite augmentation, EMC2 only), and ``views`` serve only to evaluate F.
+    """
+    if fresh_from is not None and (method != "emc2" or len(fresh_from) != len(views)):
+        raise ValueError(f"fresh views: only for emc2 with one image per row of views, got {method!r}, "
+                         f"{len(fresh_from)} images for {len(views)} view rows")
     with _threads(cfg.num_threads):
         return _train_method(method, views, cfg, cfg.eval_every if eval_every is None else eval_every,
-                             record_views)
+                             record_views, fresh_from)
+
+
+def _fresh_pair(transform: nn.Module, images: torch.Tensor, seed: int, step: int) -> torch.Tensor:
+    """Two new views of each image, (2B, 3, H, W), drawn from a generator seeded by (seed, step)."""
+    x = to_float(images)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed * 1_000_003 + 7 * step + 1)
+        return torch.cat([transform(x), transform(x)])
 
 
 def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int,
-                  record_views: bool) -> RunResult:
+                  record_views: bool, fresh_from: torch.Tensor | None) -> RunResult:
     n, a = views.shape[:2]
     torch.manual_seed(cfg.seed)  # the same initial weights for every method
     model = ContrastiveModel(cfg.encoder, cfg.head)
     projection = _Projection(model)
-    loss_fn, scale, takes_ids = build_method(method, cfg, n, a)
+    loss_fn, scale, takes_ids = build_method(method, cfg, n, FRESH_VIEWS if fresh_from is not None else a)
+    transform = simclr_augmentation(cfg.augment, views.shape[-1]) if fresh_from is not None else None
     optimizer = build_optimizer(model, OptimConfig(name="sgd", lr=cfg.lr, weight_decay=cfg.weight_decay,
                                                    momentum=cfg.momentum, warmup_epochs=0.0), cfg.batch_size)
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 17)  # batches and view pairs
@@ -283,7 +311,8 @@ def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval
 
     def evaluate(epoch: int) -> None:
         objective, grad_norm_sq = exact_objective(projection, views, cfg.tau, cfg.eval_chunk)
-        rows.append({"method": method, "num_augmentations": a, "epoch": epoch, "step": step,
+        rows.append({"method": method, "num_augmentations": a if fresh_from is None else FRESH_VIEWS,
+                     "epoch": epoch, "step": step,
                      "samples_seen": step * cfg.batch_size, "seconds": round(seconds, 3),
                      "objective": objective, "grad_norm_sq": grad_norm_sq})
 
@@ -297,7 +326,10 @@ def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval
             aug1, aug2 = _view_pairs(generator, len(index), a)
             if record_views:
                 recorded.append((index.clone(), aug1.clone(), aug2.clone()))
-            x = torch.cat([views[index, aug1], views[index, aug2]])
+            if transform is not None:
+                x = _fresh_pair(transform, fresh_from[index], cfg.seed, step)
+            else:
+                x = torch.cat([views[index, aug1], views[index, aug2]])
             _, proj = model(x)
             z1, z2 = F.normalize(proj, dim=1).chunk(2)
             kwargs = {"aug1": aug1, "aug2": aug2} if takes_ids else {}
@@ -311,7 +343,8 @@ def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval
         seconds += time.perf_counter() - t0
         if epoch % eval_every == 0 or epoch == cfg.epochs:
             evaluate(epoch)
-    return RunResult(method, a, pd.DataFrame(rows, columns=CURVE_COLUMNS), model, seconds, recorded)
+    return RunResult(method, a if fresh_from is None else FRESH_VIEWS, pd.DataFrame(rows, columns=CURVE_COLUMNS),
+                     model, seconds, recorded)
 
 
 def knn1_test_accuracy(model: ContrastiveModel, cfg: ConvergenceConfig) -> float:
@@ -332,7 +365,7 @@ class StudyResult:
 
 def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2, 4, 8),
               augmentation_methods: tuple[str, ...] = ("emc2",), reference_methods: tuple[str, ...] = ("simclr",),
-              knn: bool = True) -> StudyResult:
+              knn: bool = True, infinite_augmentation: bool = False) -> StudyResult:
     """The convergence study and the pre-computed augmentation study.
 
     Convergence: ``cfg.methods`` at A = ``cfg.num_augmentations``, F and ||grad F||^2 every
@@ -340,6 +373,8 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
     ``augmentation_values`` (evaluated at the end of training), and ``reference_methods`` (which
     must be in ``cfg.methods``) at A = ``cfg.num_augmentations`` only; runs shared with the
     convergence study are reused, not retrained. Every row gets the 1-NN test accuracy (``knn``).
+    ``infinite_augmentation``: also EMC2 with fresh views every step (a row with ``num_augmentations``
+    = :data:`FRESH_VIEWS`), its F on the A = ``cfg.num_augmentations`` views.
 
     Deterministic given ``cfg.seed`` (except the ``seconds`` columns).
     """
@@ -367,10 +402,16 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
             runs[method, base] = train_method(method, views_for(base), cfg)
         convergence = pd.concat([runs[m, base].curve for m in cfg.methods], ignore_index=True)
         wanted = [(m, a) for m in augmentation_methods for a in augmentation_values]
+        wanted += [("emc2", FRESH_VIEWS)] if infinite_augmentation else []
         wanted += [(m, base) for m in reference_methods if (m, base) not in wanted]
         rows = []
         for method, a in wanted:
-            if (method, a) not in runs:
+            if (method, a) in runs:
+                pass  # shared with the convergence study
+            elif a == FRESH_VIEWS:
+                runs[method, a] = train_method(method, views_for(base), cfg, eval_every=cfg.epochs,
+                                               fresh_from=images)
+            else:
                 runs[method, a] = train_method(method, views_for(a), dataclasses.replace(cfg, num_augmentations=a),
                                                eval_every=cfg.epochs)
             run = runs[method, a]
