@@ -5,6 +5,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 PROFILE ?=
+# pipeline stages at a time (python -m isogclr repro); JOBS=1 on a machine with one GPU
+JOBS ?= 2
 export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
@@ -39,7 +41,7 @@ data-packages:
 repro: setup
 	@if [ -n "$(PROFILE)" ]; then cp profiles/$(PROFILE).yaml params.yaml && echo "params.yaml <- profiles/$(PROFILE).yaml"; fi
 	$(BIN)/python -m isogclr validate --params params.yaml
-	$(BIN)/dvc repro
+	$(BIN)/python -m isogclr repro --jobs $(JOBS)
 
 test: setup
 	$(BIN)/python -m pytest -q

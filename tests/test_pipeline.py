@@ -21,8 +21,13 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     repo = tracked_copy(tmp_path / "repo")
     shutil.copy(repo / "profiles" / "smoke.yaml", repo / "params.yaml")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([str(BIN / "dvc"), "repro"], cwd=repo, env=env, capture_output=True, text=True)
+    # what `make repro` runs: DVC, two stages at a time, then a plain `dvc repro` that finds nothing left
+    run = subprocess.run([sys.executable, "-m", "isogclr", "repro", "--jobs", "2"], cwd=repo, env=env,
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "started train@simclr-synth10-0" in run.stdout and "FAILED" not in run.stdout
+    check = run.stdout.split("checking with a plain `dvc repro`")[1]
+    assert "Running stage" not in check, check[-2000:]  # the parallel schedule left nothing to run
 
     table = (repo / "reports" / "tables" / "table1_unimodal.md").read_text()
     assert "profile `smoke`" in table

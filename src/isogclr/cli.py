@@ -111,6 +111,12 @@ def _report_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _repro(args: argparse.Namespace) -> int:
+    from .repro import repro
+
+    return repro(Path(args.root), args.jobs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m isogclr", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--reports", default="reports")
     p.set_defaults(func=_report_index)
+
+    p = sub.add_parser("repro", help="`dvc repro` with up to --jobs stages at a time (see isogclr.repro)")
+    p.add_argument("--jobs", type=int, default=2, help="stages at a time; 1 = plain `dvc repro` order")
+    p.add_argument("--root", default=".", help="the DVC project")
+    p.set_defaults(func=_repro)
     return parser
 
 

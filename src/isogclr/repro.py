@@ -1,0 +1,141 @@
+"""Run the DVC pipeline with several stages at a time: ``python -m isogclr repro --jobs 2``.
+
+``dvc repro`` runs one stage after another. A mini training run does not keep two CPU cores
+busy (ResNet-18 width 8 on 16-px images: ~740 samples/s on one thread, 750-1,070 on two), so
+two runs side by side, one thread each, finish about 1.6x sooner than the same two in a row
+(measured: 37 s for the pair against 2 x 30 s).
+
+How it works, using only what DVC provides:
+
+* The stage graph and the stages that are out of date come from DVC's own index and status;
+  every stage downstream of an out-of-date stage is scheduled too.
+* A stage starts when the stages it depends on have finished, up to ``jobs`` at a time, each as
+  ``dvc --wait-for-lock repro --single-item <stage>``. DVC releases its repository lock while a
+  stage's command runs and takes it again to record the result, so ``dvc.lock`` is written by
+  one process at a time; each stage's outputs carry DVC's own per-path read/write locks.
+* When the schedule is done, a plain ``dvc repro`` runs; it finds nothing to do unless a stage
+  was missed, and it is the same check a researcher would run.
+
+The results do not depend on ``jobs``: the number of torch threads of a run is a parameter
+(``train.num_threads``, ``bimodal.num_threads``), not a property of how the pipeline was started.
+Processes that do not set it (the report notebooks) get ``OMP_NUM_THREADS = cores // jobs``
+unless the variable is already set, so that two of them do not oversubscribe the cores.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+
+def stage_graph(root: Path) -> tuple[dict[str, set[str]], set[str]]:
+    """Each stage's direct upstream stages, and the stages to run (out of date, or downstream of one)."""
+    import networkx as nx
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        graph = repo.index.graph  # an edge a -> b: stage a depends on an output of stage b
+        upstream = {s.addressing: {d.addressing for d in graph.successors(s)} for s in graph.nodes}
+        stale = set(repo.status())
+        by_name = {s.addressing: s for s in graph.nodes}
+        to_run = set(stale)
+        for name in stale:
+            if name in by_name:
+                to_run |= {a.addressing for a in nx.ancestors(graph, by_name[name])}
+    return upstream, to_run & set(upstream)
+
+
+def run_schedule(
+    upstream: Mapping[str, set[str]],
+    to_run: set[str],
+    command: Callable[[str], Sequence[str]],
+    jobs: int,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> list[str]:
+    """Run ``command(stage)`` for every stage of ``to_run``, at most ``jobs`` at once, upstream first.
+
+    A stage starts once none of its upstream stages in ``to_run`` is pending or running. After a
+    failure no new stage starts; the running ones finish. Returns the stages that failed.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    unknown = sorted(to_run - set(upstream))
+    if unknown:
+        raise ValueError(f"stages not in the graph: {unknown}")
+    # keep DVC's listing order among the stages that are ready (data, then runs, then reports)
+    pending = [s for s in upstream if s in to_run]
+    running: dict[str, tuple[subprocess.Popen, float, threading.Thread]] = {}
+    done: set[str] = set()
+    failed: list[str] = []
+    total = len(pending)
+
+    def ready(stage: str) -> bool:
+        return not (upstream[stage] & (set(pending) | set(running)))
+
+    while pending or running:
+        while not failed and len(running) < jobs:
+            stage = next((s for s in pending if ready(s)), None)
+            if stage is None:
+                break
+            pending.remove(stage)
+            proc = subprocess.Popen(list(command(stage)), cwd=cwd, env=None if env is None else dict(env),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            pump = threading.Thread(target=_prefix_lines, args=(proc, stage, log), daemon=True)
+            pump.start()
+            running[stage] = (proc, time.perf_counter(), pump)
+            log(f"started {stage} ({len(running)} running, {len(pending)} waiting)")
+        if failed and not running:
+            break
+        if not running:  # nothing can start: a cycle or an upstream stage outside the graph
+            raise RuntimeError(f"no stage can start; pending: {pending}")
+        time.sleep(0.2)
+        for stage, (proc, t0, pump) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            pump.join()
+            del running[stage]
+            seconds = time.perf_counter() - t0
+            if proc.returncode == 0:
+                done.add(stage)
+                log(f"[{len(done)}/{total}] finished {stage} in {seconds:.0f} s")
+            else:
+                failed.append(stage)
+                log(f"FAILED {stage} (exit {proc.returncode}) after {seconds:.0f} s; no new stage starts")
+    return failed
+
+
+def _prefix_lines(proc: subprocess.Popen, stage: str, log: Callable[[str], None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log(f"  {stage} | {line.rstrip()}")
+
+
+def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of each stage: OMP_NUM_THREADS = cores // jobs unless already set."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+    return env
+
+
+def repro(root: Path, jobs: int) -> int:
+    """Bring the pipeline of the DVC project at ``root`` up to date, ``jobs`` stages at a time."""
+    dvc = str(Path(sys.executable).parent / "dvc")
+    t0 = time.perf_counter()
+    upstream, to_run = stage_graph(root)
+    print(f"{len(to_run)} of {len(upstream)} stages to run, {jobs} at a time "
+          f"(found in {time.perf_counter() - t0:.0f} s)", flush=True)
+    failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", s],
+                          jobs, env=worker_env(jobs), cwd=root, log=lambda line: print(line, flush=True))
+    if failed:
+        print(f"failed: {', '.join(failed)}; their output is above", file=sys.stderr)
+        return 1
+    print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
+          flush=True)
+    return subprocess.run([dvc, "repro"], cwd=root).returncode

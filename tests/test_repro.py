@@ -1,0 +1,76 @@
+"""The parallel pipeline runner's scheduling (its use with DVC is in test_pipeline's end-to-end test)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from isogclr.repro import run_schedule, worker_env
+
+
+def _stage_command(tmp_path: Path, fail: set[str] = frozenset(), seconds: float = 0.5):
+    """A stage that writes its start and end times to <tmp>/<stage>.txt, sleeping in between."""
+
+    def command(stage: str) -> list[str]:
+        code = (
+            "import sys, time; from pathlib import Path\n"
+            f"p = Path({str(tmp_path / stage)!r} + '.txt'); t = time.time()\n"
+            f"time.sleep({seconds}); p.write_text(f'{{t}} {{time.time()}}')\n"
+            f"sys.exit({1 if stage in fail else 0})\n"
+        )
+        return [sys.executable, "-c", code]
+
+    return command
+
+
+def _times(tmp_path: Path, stage: str) -> tuple[float, float]:
+    start, end = (tmp_path / f"{stage}.txt").read_text().split()
+    return float(start), float(end)
+
+
+def test_upstream_stages_finish_first_and_independent_ones_overlap(tmp_path):
+    upstream = {"a": set(), "b": set(), "c": {"a", "b"}, "d": {"c"}}
+    failed = run_schedule(upstream, set(upstream), _stage_command(tmp_path), jobs=2, log=lambda _: None)
+    assert failed == []
+    a, b, c, d = (_times(tmp_path, s) for s in "abcd")
+    assert c[0] >= max(a[1], b[1]) and d[0] >= c[1]
+    assert max(a[0], b[0]) < min(a[1], b[1])  # a and b ran at the same time
+
+
+def test_one_job_runs_stages_one_after_another(tmp_path):
+    upstream = {"a": set(), "b": set()}
+    run_schedule(upstream, set(upstream), _stage_command(tmp_path, seconds=0.3), jobs=1, log=lambda _: None)
+    (a0, a1), (b0, b1) = _times(tmp_path, "a"), _times(tmp_path, "b")
+    assert a1 <= b0 or b1 <= a0
+
+
+def test_stages_outside_to_run_are_treated_as_done(tmp_path):
+    upstream = {"data": set(), "run": {"data"}}
+    run_schedule(upstream, {"run"}, _stage_command(tmp_path, seconds=0.0), jobs=2, log=lambda _: None)
+    assert (tmp_path / "run.txt").exists() and not (tmp_path / "data.txt").exists()
+
+
+def test_a_failure_stops_new_stages_and_is_reported(tmp_path):
+    upstream = {"a": set(), "b": set(), "c": {"a"}, "e": {"b"}}
+    lines: list[str] = []
+    failed = run_schedule(upstream, set(upstream), _stage_command(tmp_path, fail={"a"}), jobs=2, log=lines.append)
+    assert failed == ["a"]
+    assert not (tmp_path / "c.txt").exists() and not (tmp_path / "e.txt").exists()
+    assert (tmp_path / "b.txt").exists()  # it was already running and finished
+    assert any(line.startswith("FAILED a") for line in lines)
+
+
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
+    with pytest.raises(ValueError, match="jobs must be >= 1"):
+        run_schedule({"a": set()}, {"a"}, _stage_command(tmp_path), jobs=0)
+    with pytest.raises(ValueError, match="not in the graph"):
+        run_schedule({"a": set()}, {"a", "zzz"}, _stage_command(tmp_path), jobs=1)
+    assert not list(tmp_path.iterdir())
+
+
+def test_worker_env_splits_the_cores_unless_the_user_chose():
+    assert worker_env(2, {"PATH": "/bin"})["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
+    assert worker_env(2, {"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"
