@@ -57,6 +57,9 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert all(f"| {m}" in standard for m in ("simclr", "sogclr", "negcache", "emc2"))
     augmentations = (repo / "reports" / "tables" / "emc2_augmentations.md").read_text()
     assert "('emc2', 'inf')" in augmentations  # the infinite-augmentation EMC2 beside the pre-computed A
+    budgets = (repo / "reports" / "tables" / "table34_epochs.md").read_text()  # Tables 3/4: two epoch budgets
+    assert "ours 1 ep" in budgets and "ours 2 ep" in budgets and "paper CIFAR10 800 ep" in budgets
+    assert "90.25" in budgets  # iSogCLR's CIFAR10 number after 800 epochs (paper Table 3)
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -103,7 +106,9 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
     assert len([s for s in stages if s.startswith("train_table3@")]) == 72
     assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
     assert "study_standard_batch@emc2-256-0" in stages and "study_standard_batch@negcache-256-0" in stages
+    assert "study_epochs@isogclr-800-2" in stages  # Tables 3/4: 800 epochs beside Table 1's 400
     assert len([s for s in stages if s.startswith("train_real@")]) == 24  # Fashion-MNIST (+ LT), 4 methods, 3 seeds
     assert "emc2_convergence" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
     assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout
+    assert '"study_epochs@isogclr-800-0" -> "table1_unimodal"' in dag.stdout

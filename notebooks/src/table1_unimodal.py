@@ -18,6 +18,7 @@
 # %% tags=["parameters"]
 params_path = "params.yaml"
 runs_dir = "runs"
+studies_dir = "studies"
 reports_dir = "reports"
 
 # %%
@@ -29,10 +30,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from isogclr.analysis.studies import collect_study, same_settings
 from isogclr.analysis.tables import (PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure,
                                     side_by_side, write_table)
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
-from isogclr.config import load_params
+from isogclr.config import load_params, run_id, study_run_dir, study_spec
 
 params = load_params(params_path)
 spec = params["table1"]
@@ -156,4 +158,84 @@ for dataset in extra["datasets"]:
             tau_row = ranked[ranked.method == "tau_simclr"].iloc[0]
             claims.append(ordering(f"Table 10: {name} > TaU+SimCLR on {dataset}", name, mine["mean"],
                                    "tau_simclr", tau_row["mean"]))
+
+
+# %% [markdown]
+# ## Tables 3/4: a second pre-training budget
+#
+# **The paper's claims** (appendix C.3, Tables 3 and 4; 400 and 800 epochs on CIFAR): every method
+# gains from the longer budget, and iSogCLR is the best at both. Here the second budget is the
+# `epochs` study (`studies.epochs` in params.yaml, knob `train.epochs`), read beside Table 1's runs
+# of the same methods, dataset and seeds; the saved configs of each pair must differ only in the
+# number of epochs, which is checked before any number is shown.
+
+# %%
+budget = study_spec(params, "epochs")
+if budget.dataset not in spec["datasets"] or not set(budget.methods) <= set(spec["methods"]) \
+        or not set(budget.seeds) <= set(spec["seeds"]):
+    raise ValueError(f"studies.epochs ({budget.methods}, {budget.dataset}, seeds {budget.seeds}) must lie within "
+                     f"table1 ({spec['methods']}, {spec['datasets']}, seeds {spec['seeds']}): its other budget "
+                     "is Table 1's runs")
+for method in budget.methods:
+    for value in budget.values:
+        for seed in budget.seeds:
+            diff = same_settings(Path(runs_dir) / run_id(method, budget.dataset, seed) / "artifacts" / "config.json",
+                                 Path(studies_dir) / study_run_dir("epochs", method, value, seed).removeprefix(
+                                     "studies/") / "artifacts" / "config.json")
+            if set(diff) - {"train.epochs"}:
+                raise ValueError(f"{method} seed {seed}: the epochs-study run and Table 1's run differ in {diff}")
+short = collect_study(params, "epochs", studies_dir).rename(columns={"value": "epochs"})
+base = collect_runs(runs_dir, budget.methods, [budget.dataset], budget.seeds).assign(epochs=epochs[budget.dataset])
+budgets = pd.concat([short[["method", "epochs", "seed", "top1"]], base[["method", "epochs", "seed", "top1"]]])
+budgets["epochs"] = budgets["epochs"].astype(int)
+by_budget = budgets.groupby(["method", "epochs"])["top1"].agg(["mean", "std"]).fillna(0.0).reset_index()
+counterpart = PAPER_COUNTERPART.get(budget.dataset, budget.dataset)
+paper34 = paper_numbers("isogclr_table34")
+paper34 = paper34[paper34.dataset == counterpart]
+ours_epochs = sorted(int(e) for e in by_budget.epochs.unique())
+paper_epochs = sorted(int(e) for e in paper34.epochs.unique())
+rows = []
+for method in budget.methods:
+    row = {"method": method}
+    for e in ours_epochs:
+        r = by_budget[(by_budget.method == method) & (by_budget.epochs == e)].iloc[0]
+        row[f"ours {e} ep"] = f"{r['mean']:.2f} ± {r['std']:.2f}"
+    for e in paper_epochs:
+        r = paper34[(paper34.method == method) & (paper34.epochs == e)]
+        row[f"paper {counterpart} {e} ep"] = f"{r['mean'].iloc[0]:.2f} ± {r['std'].iloc[0]:.2f}" if len(r) else "—"
+    rows.append(row)
+table_epochs = pd.DataFrame(rows).set_index("method")
+caption_epochs = (f"Tables 3/4, profile `{params.get('profile', '?')}`: linear-probe top-1 (%) on {budget.dataset} after "
+                  f"{ours_epochs} pre-training epochs (the {epochs[budget.dataset]}-epoch runs are Table 1's), mean ± std "
+                  f"over seeds {list(budget.seeds)}; paper: {counterpart} after {paper_epochs} epochs, 3 seeds.")
+write_table(table_epochs, Path(reports_dir) / "tables" / "table34_epochs", caption_epochs)
+print(caption_epochs)
+table_epochs
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 3.2))
+for method in budget.methods:
+    mine = by_budget[by_budget.method == method].sort_values("epochs")
+    ax.errorbar(mine.epochs, mine["mean"], yerr=mine["std"], marker="o", capsize=3, label=method)
+ax.set_xticks(ours_epochs)
+ax.set_xlabel("pre-training epochs")
+ax.set_ylabel("linear-probe top-1 (%)")
+ax.set_title(f"Two budgets on {budget.dataset}")
+ax.legend()
+fig.tight_layout()
+save_figure(fig, reports_dir, "table34_epochs")
+
+# %%
+shortest, longest = ours_epochs[0], ours_epochs[-1]
+cell = {(r.method, r.epochs): r for r in by_budget.itertuples()}
+for method in budget.methods:
+    a, b = cell[(method, longest)], cell[(method, shortest)]
+    claims.append(ordering(f"Tables 3/4: {method} gains from {longest} over {shortest} epochs on {budget.dataset}",
+                           f"{longest} ep", a.mean, f"{shortest} ep", b.mean, noise=max(a.std, b.std)))
+for e in sorted(int(v) for v in budget.values):  # Table 1's budget has its own verdicts above
+    for other in [m for m in budget.methods if m != "isogclr"]:
+        if "isogclr" in budget.methods:
+            a, b = cell[("isogclr", e)], cell[(other, e)]
+            claims.append(ordering(f"Tables 3/4: isogclr > {other} after {e} epochs on {budget.dataset}",
+                                   "isogclr", a.mean, other, b.mean, noise=max(a.std, b.std)))
 write_verdicts(claims, reports_dir, "table1_unimodal")
