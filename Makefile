@@ -13,8 +13,10 @@ export PYTHONHASHSEED := 0
 
 .PHONY: setup data-packages repro test lint notebooks benchmarks clean-venv
 
-# torch's CUDA build brings ~4 GB of nvidia/triton libraries: .venv takes ~6.0 GB (6.4 GB byte-compiled).
-# pip keeps no cache copy and compiles nothing ahead of import, and a disk too small is reported before anything is installed.
+# torch's CUDA build brings ~4 GB of nvidia/triton libraries: .venv takes ~6.4 GB with its bytecode.
+# pip keeps no cache copy, and a disk too small is reported before anything is installed.
+# pip byte-compiles at install: where PYTHONDONTWRITEBYTECODE is set, nothing else would, and every
+# stage's process would compile torch, timm and DVC again (~18 s each before a run's first step).
 VENV_GB ?= 6.5
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -25,7 +27,7 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 		echo "error: $(CURDIR) has $$((free_kb / 1048576)) GB free; the environment (.venv: torch with its CUDA libraries) needs about $(VENV_GB) GB"; exit 1; fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-cache-dir --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-cache-dir --no-compile -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-cache-dir -c requirements/constraints.txt -e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed data-packages
