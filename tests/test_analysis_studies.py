@@ -43,3 +43,15 @@ def test_collect_study_reads_every_value_and_borrowed_points(tmp_path, smoke_par
 def test_missing_study_run_names_the_command(tmp_path, smoke_params):
     with pytest.raises(FileNotFoundError, match="dvc repro study_rho"):
         collect_study(smoke_params, "rho", tmp_path)
+
+
+def test_check_differs_only_names_the_other_keys(tmp_path):
+    from isogclr.analysis.studies import check_differs_only
+
+    for name, config in (("a", {"train": {"epochs": 10, "lr": 0.1}}), ("b", {"train": {"epochs": 5, "lr": 0.1}}),
+                         ("c", {"train": {"epochs": 5, "lr": 0.2}})):
+        (tmp_path / name / "artifacts").mkdir(parents=True)
+        (tmp_path / name / "artifacts" / "config.json").write_text(json.dumps({"run_id": name, **config}))
+    check_differs_only([(tmp_path / "a", tmp_path / "b")], key="train.epochs")
+    with pytest.raises(ValueError, match=r"differ in \['train.epochs', 'train.lr'\]"):
+        check_differs_only([(tmp_path / "a", tmp_path / "b"), (tmp_path / "a", tmp_path / "c")], key="train.epochs")

@@ -125,3 +125,40 @@ def test_cli_study_value_must_be_in_the_study(tmp_path, smoke_params):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2 and "studies.rho.values: 0.77" in result.stderr
     assert not (tmp_path / "studies").exists()
+
+
+def test_bimodal_study_run_config_sets_the_knob(smoke_params):
+    from isogclr.config import bimodal_study_run_config
+
+    params = copy.deepcopy(smoke_params)
+    params["bimodal_studies"]["bimodal_epochs"].update(values=[1, 4], overrides={"bimodal.batch_size": 16})
+    cfg = bimodal_study_run_config(params, "bimodal_epochs", "sogclr_bimodal", 4, 0)
+    assert cfg.run_id == "bimodal_epochs/sogclr_bimodal-4-s0"
+    assert cfg.train.epochs == 4 and cfg.train.batch_size == 16
+    assert cfg.train.lr == params["bimodal"]["lr"] and params["bimodal"]["epochs"] != 4  # params are not modified
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda p: p["bimodal_studies"]["bimodal_epochs"].update(methods=["simclr"]), "bimodal_studies.bimodal_epochs"),
+    (lambda p: p["bimodal_studies"]["bimodal_epochs"].update(methods=["nope"]), "bimodal_studies.bimodal_epochs"),
+    (lambda p: p["bimodal_studies"]["bimodal_epochs"].update(knob="bimodal.epoch"), "bimodal_studies.bimodal_epochs"),
+    (lambda p: p["bimodal_studies"]["bimodal_epochs"].update(values=[0]), "bimodal_studies.bimodal_epochs"),
+    (lambda p: p["bimodal_studies"]["bimodal_epochs"].update(dataset="synth10"), "bimodal_studies.bimodal_epochs"),
+    (lambda p: p["bimodal_studies"].update(rho=p["bimodal_studies"]["bimodal_epochs"]), "bimodal_studies: ['rho']"),
+])
+def test_invalid_bimodal_studies_name_their_key(smoke_params, edit, key):
+    params = copy.deepcopy(smoke_params)
+    edit(params)
+    with pytest.raises(ConfigError) as err:
+        validate_params(params)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_cli_bimodal_study_needs_a_value(tmp_path, smoke_params):
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(smoke_params))
+    result = subprocess.run([sys.executable, "-m", "isogclr", "train-bimodal", "--params", str(path), "--study",
+                             "bimodal_epochs", "--method", "clip", "--seed", "0"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "give both --study and --value" in result.stderr
+    assert not (tmp_path / "studies").exists()

@@ -60,6 +60,10 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     budgets = (repo / "reports" / "tables" / "table34_epochs.md").read_text()  # Tables 3/4: two epoch budgets
     assert "ours 1 ep" in budgets and "ours 2 ep" in budgets and "paper CIFAR10 800 ep" in budgets
     assert "90.25" in budgets  # iSogCLR's CIFAR10 number after 800 epochs (paper Table 3)
+    table4 = (repo / "reports" / "tables" / "sogclr_table4_epochs.md").read_text()  # SogCLR Table 4: two budgets
+    assert "ours synth10 top1 1 ep" in table4 and "ours synth10 top1 2 ep" in table4 and "71.3" in table4
+    top1 = json.loads((repo / "studies" / "bimodal_epochs" / "clip-1-s0" / "metrics.json").read_text())["synth10_top1"]
+    assert f"{top1:.2f} ± 0.00" in table4
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -107,8 +111,10 @@ def test_paper_profile_dag_builds_without_running(tmp_path):
     assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
     assert "study_standard_batch@emc2-256-0" in stages and "study_standard_batch@negcache-256-0" in stages
     assert "study_epochs@isogclr-800-2" in stages  # Tables 3/4: 800 epochs beside Table 1's 400
+    assert "study_bimodal_epochs@clip-60-0" in stages  # SogCLR Table 4: 60 epochs beside the bimodal runs' 30
     assert len([s for s in stages if s.startswith("train_real@")]) == 24  # Fashion-MNIST (+ LT), 4 methods, 3 seeds
     assert "emc2_convergence" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
     assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout
     assert '"study_epochs@isogclr-800-0" -> "table1_unimodal"' in dag.stdout
+    assert '"study_bimodal_epochs@sogclr_bimodal-60-0" -> "bimodal"' in dag.stdout

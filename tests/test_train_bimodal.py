@@ -6,6 +6,7 @@ import copy
 import csv
 import json
 
+import pandas as pd
 import pytest
 
 from isogclr.config import ConfigError, bimodal_run_config, validate_params
@@ -167,3 +168,28 @@ def test_report_helpers_parse_metrics_and_set_paper_rows(tmp_path):
     assert table.loc[("retrieval_b (Flickr30K)", "isogclr_bimodal", "ours"), "ir_r1"] == "6.00 ± 0.00"
     with pytest.raises(FileNotFoundError, match="train-bimodal --method clip"):
         collect_bimodal_runs(tmp_path, ["clip"], [0])
+
+
+def test_bimodal_study_runs_and_the_budget_table(tmp_path, smoke_params):
+    from isogclr.analysis.bimodal import budget_table, collect_bimodal_runs, collect_bimodal_study
+    from isogclr.analysis.tables import paper_numbers
+
+    params = {**smoke_params, "bimodal_studies": {"bimodal_epochs": {
+        "methods": ["clip", "sogclr_bimodal"], "knob": "bimodal.epochs", "values": [4], "seeds": [0]}}}
+    for folder, scale in ((tmp_path / "runs", 1.0), (tmp_path / "studies" / "bimodal_epochs", 2.0)):
+        for method in ("clip", "sogclr_bimodal"):
+            run = folder / (f"{method}-s0" if scale == 1.0 else f"{method}-4-s0")
+            run.mkdir(parents=True)
+            top1 = scale * (10.0 if method == "clip" else 20.0)
+            (run / "metrics.json").write_text(json.dumps({"synth10_top1": top1, "retrieval_a_ir_r1": top1 + 1}))
+    with pytest.raises(FileNotFoundError, match="train-bimodal --study bimodal_epochs --method clip --value 4"):
+        collect_bimodal_study(params, "bimodal_epochs", tmp_path / "nowhere")
+    longer = collect_bimodal_study(params, "bimodal_epochs", tmp_path / "studies")
+    assert set(longer["knob"]) == {4} and len(longer) == 4
+    base = collect_bimodal_runs(tmp_path / "runs", ["clip", "sogclr_bimodal"], [0]).assign(epochs=2)
+    both = pd.concat([longer.rename(columns={"knob": "epochs"}), base])
+    table = budget_table(both, [("synth10", "top1")], paper_numbers("sogclr_table4"), {"sogclr_bimodal": "sogclr"})
+    assert table.loc["clip", "ours synth10 top1 2 ep"] == "10.00 ± 0.00"
+    assert table.loc["sogclr_bimodal", "ours synth10 top1 4 ep"] == "40.00 ± 0.00"
+    assert table.loc["sogclr_bimodal", "paper top1 b=128 60 ep"] == "71.3"  # SogCLR Table 4
+    assert table.loc["clip", "paper top1 b=256 30 ep"] == "69.0"

@@ -30,11 +30,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from isogclr.analysis.studies import collect_study, same_settings
+from isogclr.analysis.studies import check_differs_only, collect_study, study_run_path
 from isogclr.analysis.tables import (PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure,
                                     side_by_side, write_table)
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
-from isogclr.config import load_params, run_id, study_run_dir, study_spec
+from isogclr.config import load_params, run_id, study_spec
 
 params = load_params(params_path)
 spec = params["table1"]
@@ -176,14 +176,8 @@ if budget.dataset not in spec["datasets"] or not set(budget.methods) <= set(spec
     raise ValueError(f"studies.epochs ({budget.methods}, {budget.dataset}, seeds {budget.seeds}) must lie within "
                      f"table1 ({spec['methods']}, {spec['datasets']}, seeds {spec['seeds']}): its other budget "
                      "is Table 1's runs")
-for method in budget.methods:
-    for value in budget.values:
-        for seed in budget.seeds:
-            diff = same_settings(Path(runs_dir) / run_id(method, budget.dataset, seed) / "artifacts" / "config.json",
-                                 Path(studies_dir) / study_run_dir("epochs", method, value, seed).removeprefix(
-                                     "studies/") / "artifacts" / "config.json")
-            if set(diff) - {"train.epochs"}:
-                raise ValueError(f"{method} seed {seed}: the epochs-study run and Table 1's run differ in {diff}")
+check_differs_only([(Path(runs_dir) / run_id(m, budget.dataset, s), study_run_path(studies_dir, "epochs", m, v, s))
+                    for m in budget.methods for v in budget.values for s in budget.seeds], key="train.epochs")
 short = collect_study(params, "epochs", studies_dir).rename(columns={"value": "epochs"})
 base = collect_runs(runs_dir, budget.methods, [budget.dataset], budget.seeds).assign(epochs=epochs[budget.dataset])
 budgets = pd.concat([short[["method", "epochs", "seed", "top1"]], base[["method", "epochs", "seed", "top1"]]])

@@ -83,13 +83,19 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_bimodal(args: argparse.Namespace) -> int:
-    from .config import bimodal_run_config
+    from .config import bimodal_run_config, bimodal_study_run_config
     from .train.bimodal import train_bimodal_run
 
     params = load_params(args.params)
     validate_params(params)
-    cfg = bimodal_run_config(params, args.method, args.seed)
-    train_bimodal_run(cfg, Path(args.out) / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
+    if (args.study is None) != (args.value is None):
+        raise ConfigError("train-bimodal: give both --study and --value (a study run) or neither")
+    if args.study is None:
+        cfg, out = bimodal_run_config(params, args.method, args.seed), Path(args.out)
+    else:
+        cfg = bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), args.seed)
+        out = Path("studies")
+    train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
     return 0
 
 
@@ -160,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                                              "written to <out>/<method>-s<seed>")
     p.add_argument("--method", required=True, help="a key of `methods` with a bimodal loss (see bimodal.methods)")
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--study", help="a key of `bimodal_studies`: the run is written to "
+                                   "studies/<study>/<method>-<value>-s<seed>")
+    p.add_argument("--value", help="the study's knob value for this run (one of bimodal_studies.<study>.values)")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--out", default="runs_bimodal")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")

@@ -196,6 +196,14 @@ def validate_params(params: dict[str, Any]) -> None:
         for method in spec.methods:
             for value in spec.values:
                 study_run_config(params, name, method, value, spec.seeds[0])
+    shared = sorted(set(params.get("studies") or {}) & set(params.get("bimodal_studies") or {}))
+    if shared:
+        raise ConfigError(f"bimodal_studies: {shared} also defined under studies (both write studies/<name>/)")
+    for name in params.get("bimodal_studies") or {}:
+        spec = bimodal_study_spec(params, name)
+        for method in spec.methods:
+            for value in spec.values:
+                bimodal_study_run_config(params, name, method, value, spec.seeds[0])
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:
@@ -231,29 +239,45 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
 
 
 @dataclass(frozen=True)
-class StudySpec:
-    """``studies.<name>`` in params.yaml: a one-knob ablation, methods x values x seeds on one dataset.
+class OneKnob:
+    """What every one-knob ablation has: methods x values x seeds, the ``knob`` and fixed ``overrides``.
 
     ``knob`` is a dotted key of params.yaml in which ``{method}`` stands for each method's name
-    (``methods.{method}.rho``, ``train.batch_size``). ``overrides`` are dotted keys set for every
-    run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or override) replaces
-    ``train.epochs_by_dataset``. Runs are written to ``studies/<name>/<method>-<value>-s<seed>``.
+    (``methods.{method}.rho``, ``train.batch_size``, ``bimodal.epochs``). ``overrides`` are dotted
+    keys set for every run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or
+    override) replaces ``train.epochs_by_dataset``. Runs are written to
+    ``studies/<name>/<method>-<value>-s<seed>``, one namespace for ``studies`` and ``bimodal_studies``.
     """
 
     methods: tuple[str, ...]
     knob: str
     values: tuple
-    dataset: str
     seeds: tuple[int, ...] = (0,)
     overrides: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.methods or not self.values or not self.seeds:
             raise ValueError("methods, values and seeds must be non-empty lists")
-        if any(not isinstance(s, int) or s < 0 for s in self.seeds):
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"seeds are non-negative integers, got {list(self.seeds)}")
+
+
+@dataclass(frozen=True)
+class StudySpec(OneKnob):
+    """``studies.<name>`` in params.yaml: a one-knob ablation of the unimodal runs on one ``dataset``."""
+
+    dataset: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.dataset not in DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+
+
+@dataclass(frozen=True)
+class BimodalStudySpec(OneKnob):
+    """``bimodal_studies.<name>`` in params.yaml: a one-knob ablation of the image-text runs
+    (``bimodal`` section; e.g. ``knob: bimodal.epochs`` for SogCLR Table 4's second budget)."""
 
 
 def study_spec(params: dict[str, Any], name: str) -> StudySpec:
@@ -278,10 +302,8 @@ def _set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> Non
     node[leaf] = value
 
 
-def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
-    """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
-    spec = study_spec(params, study)
-    where = f"studies.{study}"
+def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str, value: Any) -> dict[str, Any]:
+    """A copy of ``params`` with the study's overrides and its knob set to ``value`` for ``method``."""
     if method not in spec.methods:
         raise ConfigError(f"{where}.methods: {method!r} is not one of {list(spec.methods)}")
     if value not in spec.values:
@@ -293,6 +315,14 @@ def study_run_config(params: dict[str, Any], study: str, method: str, value: Any
         _set_dotted(params, key, setting, origin)
         if key == "train.epochs":
             params["train"].pop("epochs_by_dataset", None)
+    return params
+
+
+def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
+    """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
+    spec = study_spec(params, study)
+    where = f"studies.{study}"
+    params = _study_params(params, spec, where, method, value)
     try:
         cfg = run_config(params, method, spec.dataset, seed)
     except ConfigError as err:
@@ -437,3 +467,23 @@ def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> Bimoda
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=_bimodal_method(params, method),
                             seed=int(seed), train=train, image_encoder=image, text_encoder=text)
+
+
+def bimodal_study_spec(params: dict[str, Any], name: str) -> BimodalStudySpec:
+    studies = params.get("bimodal_studies") or {}
+    if name not in studies:
+        raise ConfigError(f"bimodal_studies.{name}: not defined (defined: {sorted(studies)})")
+    return _typed(BimodalStudySpec, studies[name], f"bimodal_studies.{name}")
+
+
+def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, value: Any,
+                             seed: int) -> BimodalRunConfig:
+    """One image-text study run: ``params`` with the study's overrides and knob = value, in studies/<study>/."""
+    spec = bimodal_study_spec(params, study)
+    where = f"bimodal_studies.{study}"
+    params = _study_params(params, spec, where, method, value)
+    try:
+        cfg = bimodal_run_config(params, method, seed)
+    except ConfigError as err:
+        raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))

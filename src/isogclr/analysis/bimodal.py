@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ..config import bimodal_run_id
+from ..config import bimodal_run_id, bimodal_study_spec
+from .studies import study_run_path
 from .verdicts import Verdict, ordering
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
@@ -35,16 +37,46 @@ def _run_dir(runs_dir: Path | str, method: str, seed: int) -> Path:
     return path
 
 
+def _metric_rows(run: Path) -> list[dict[str, Any]]:
+    """One row (dataset, metric, value) per number of a run's ``metrics.json`` (``retrieval_a_ir_r1``, ...)."""
+    rows = []
+    for key, value in json.loads((run / "metrics.json").read_text()).items():
+        metric = next(x for x in (*RETRIEVAL_METRICS, *ZEROSHOT_METRICS) if key.endswith(f"_{x}"))
+        rows.append({"dataset": key[:-len(metric) - 1], "metric": metric, "value": value})
+    return rows
+
+
 def collect_bimodal_runs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
     """Long table: method, seed, dataset, metric, value, one row per number of each run's ``metrics.json``."""
-    rows = []
-    for m in methods:
-        for s in seeds:
-            for key, value in json.loads((_run_dir(runs_dir, m, s) / "metrics.json").read_text()).items():
-                metric = next(x for x in (*RETRIEVAL_METRICS, *ZEROSHOT_METRICS) if key.endswith(f"_{x}"))
-                rows.append({"method": m, "seed": s, "dataset": key[:-len(metric) - 1], "metric": metric,
-                             "value": value})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"method": m, "seed": s, **row} for m in methods for s in seeds
+                         for row in _metric_rows(_run_dir(runs_dir, m, s))])
+
+
+def collect_bimodal_study(params: dict[str, Any], study: str, root: Path | str = "studies") -> pd.DataFrame:
+    """The long table of :func:`collect_bimodal_runs` for the runs of ``bimodal_studies.<study>``,
+    with the knob's value of each run in column ``knob``."""
+    spec = bimodal_study_spec(params, study)
+    return pd.DataFrame([{"method": m, "knob": v, "seed": s, **row}
+                         for m in spec.methods for v in spec.values for s in spec.seeds
+                         for row in _metric_rows(study_run_path(root, study, m, v, s, command="train-bimodal"))])
+
+
+def budget_table(runs: pd.DataFrame, cells: list[tuple[str, str]], paper: pd.DataFrame,
+                 paper_rows: dict[str, str]) -> pd.DataFrame:
+    """Rows: methods. Columns: our mean ± std over seeds of each (dataset, metric) cell per number of
+    epochs (column ``epochs`` of ``runs``), then the paper's number per (batch size, epochs) of its row
+    ``paper_rows.get(method, method)`` (SogCLR Table 4: columns method, batch_size, epochs, top1)."""
+    table = pd.DataFrame(index=pd.Index(runs["method"].unique(), name="method"))
+    for dataset, metric in cells:
+        for epochs in sorted(runs["epochs"].unique()):
+            mine = runs[(runs.dataset == dataset) & (runs.metric == metric) & (runs.epochs == epochs)]
+            stats = mine.groupby("method")["value"].agg(["mean", "std"]).fillna(0.0)
+            table[f"ours {dataset} {metric} {epochs} ep"] = [_fmt(*stats.loc[m]) for m in table.index]
+    for (batch, epochs), theirs in paper.groupby(["batch_size", "epochs"]):
+        top1 = theirs.set_index("method")["top1"]
+        table[f"paper top1 b={batch} {epochs} ep"] = [f"{top1[r]:.1f}" if r in top1 else "—"
+                                                      for r in (paper_rows.get(m, m) for m in table.index)]
+    return table
 
 
 def _fmt(mean: float, std: float) -> str:

@@ -8,6 +8,7 @@ A missing run is an error naming the command that produces it: a table must come
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,13 @@ import pandas as pd
 from ..config import study_run_dir, study_spec
 
 
-def _run_dir(root: Path | str, study: str, method: str, value: Any, seed: int) -> Path:
+def study_run_path(root: Path | str, study: str, method: str, value: Any, seed: int,
+                   command: str = "train") -> Path:
+    """The directory of one study run under ``root``; a missing run names the ``command`` that writes it."""
     path = Path(root) / study_run_dir(study, method, value, seed).removeprefix("studies/")
     if not (path / "metrics.json").exists():
         raise FileNotFoundError(f"{path / 'metrics.json'} is missing: run `dvc repro study_{study}` (or `python -m "
-                                f"isogclr train --study {study} --method {method} --value {value} --seed {seed}`)")
+                                f"isogclr {command} --study {study} --method {method} --value {value} --seed {seed}`)")
     return path
 
 
@@ -35,7 +38,7 @@ def _points(params: dict[str, Any], study: str, root: Path | str, extra: Extra |
         points += [(value, other, other_value) for value, (other, other_value) in (extra or {}).items()]
         for value, source, source_value in sorted(points, key=lambda p: p[0]):
             for seed in spec.seeds:
-                yield method, value, seed, _run_dir(root, source, method, source_value, seed)
+                yield method, value, seed, study_run_path(root, source, method, source_value, seed)
 
 
 def collect_study(params: dict[str, Any], study: str, root: Path | str = "studies",
@@ -88,3 +91,15 @@ def same_settings(config_a: Path | str, config_b: Path | str, ignore: tuple[str,
     a = flat(json.loads(Path(config_a).read_text()))
     b = flat(json.loads(Path(config_b).read_text()))
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in ignore)
+
+
+def check_differs_only(pairs: Iterable[tuple[Path | str, Path | str]], key: str) -> None:
+    """Raise ``ValueError`` unless each pair of run directories' saved configs differ in ``key`` at most.
+
+    Used where a report puts a study's runs beside runs of another stage (a second epoch budget
+    beside Table 1's runs): the comparison is fair only if nothing else changed.
+    """
+    for a, b in pairs:
+        diff = same_settings(Path(a) / "artifacts" / "config.json", Path(b) / "artifacts" / "config.json")
+        if set(diff) - {key}:
+            raise ValueError(f"{a} and {b}: the saved configs differ in {diff}, not only in {key}")
