@@ -108,7 +108,7 @@ budgets["epochs"] = budgets["epochs"].astype(int)
 cells = [("synth10", "top1"), ("retrieval_a", "ir_r1")]
 table4 = budget_table(budgets, cells, paper_numbers("sogclr_table4"), {"sogclr_bimodal": "sogclr"})
 caption4 = (f"SogCLR Table 4, profile `{params.get('profile', '?')}`: zero-shot top-1 on synth10 (~CIFAR10) and IR@1 "
-            f"on retrieval_a (~MSCOCO), %, after {sorted(budgets.epochs.unique())} epochs at batch "
+            f"on retrieval_a (~MSCOCO), %, after {sorted(int(e) for e in budgets.epochs.unique())} epochs at batch "
             f"{spec['batch_size']} (the {spec['epochs']}-epoch runs are the bimodal runs above), mean ± std over seeds "
             f"{list(budget.seeds)}; paper: ImageNet-S zero-shot top-1, single runs.")
 write_table(table4, tables / "sogclr_table4_epochs", caption4)
@@ -125,7 +125,7 @@ for ax, (dataset, metric) in zip(axes, cells, strict=True):
     ax.set(xlabel="pre-training epochs (one run per budget)", ylabel=f"{metric} (%)", title=f"{dataset} {metric}")
     ax.legend()
 fig.suptitle("SogCLR Table 4: accuracy at two epoch budgets")
-save_figure(fig, Path(reports_dir) / "figures" / "sogclr_table4_epochs.png")
+save_figure(fig, reports_dir, "sogclr_table4_epochs")
 plt.show()
 
 # %% [markdown]
@@ -243,7 +243,7 @@ if has({"sogclr_bimodal", "clip"}):
     for dataset, metric in (("synth10", "top1"), ("retrieval_a", "ir_r1")):
         claims.append(ordering_verdict(runs, "SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch",
                                        "sogclr_bimodal", "clip", dataset, metric))
-short, long = min(budgets.epochs), max(budgets.epochs)
+short, long = int(budgets.epochs.min()), int(budgets.epochs.max())
 theirs = paper_numbers("sogclr_table4").query("batch_size == 128").set_index(["method", "epochs"])["top1"]
 said = (f"paper (b=128): CLIP {theirs['clip', 30]} -> {theirs['clip', 60]}, SogCLR {theirs['sogclr', 30]} -> "
         f"{theirs['sogclr', 60]}")
