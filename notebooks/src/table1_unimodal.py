@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.studies import check_differs_only, collect_study, study_run_path
-from isogclr.analysis.tables import (PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure,
+from isogclr.analysis.tables import (PAPER_COUNTERPART, cell, collect_runs, mean_std, paper_numbers, save_figure,
                                     side_by_side, write_table)
 from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
 from isogclr.config import load_params, run_id, study_spec
@@ -182,7 +182,7 @@ short = collect_study(params, "epochs", studies_dir).rename(columns={"value": "e
 base = collect_runs(runs_dir, budget.methods, [budget.dataset], budget.seeds).assign(epochs=epochs[budget.dataset])
 budgets = pd.concat([short[["method", "epochs", "seed", "top1"]], base[["method", "epochs", "seed", "top1"]]])
 budgets["epochs"] = budgets["epochs"].astype(int)
-by_budget = budgets.groupby(["method", "epochs"])["top1"].agg(["mean", "std"]).fillna(0.0).reset_index()
+by_budget = mean_std(budgets, by=("method", "epochs"))
 counterpart = PAPER_COUNTERPART.get(budget.dataset, budget.dataset)
 paper34 = paper_numbers("isogclr_table34")
 paper34 = paper34[paper34.dataset == counterpart]
@@ -193,10 +193,10 @@ for method in budget.methods:
     row = {"method": method}
     for e in ours_epochs:
         r = by_budget[(by_budget.method == method) & (by_budget.epochs == e)].iloc[0]
-        row[f"ours {e} ep"] = f"{r['mean']:.2f} ± {r['std']:.2f}"
+        row[f"ours {e} ep"] = cell(r["mean"], r["std"])
     for e in paper_epochs:
         r = paper34[(paper34.method == method) & (paper34.epochs == e)]
-        row[f"paper {counterpart} {e} ep"] = f"{r['mean'].iloc[0]:.2f} ± {r['std'].iloc[0]:.2f}" if len(r) else "—"
+        row[f"paper {counterpart} {e} ep"] = cell(r["mean"].iloc[0], r["std"].iloc[0]) if len(r) else "—"
     rows.append(row)
 table_epochs = pd.DataFrame(rows).set_index("method")
 caption_epochs = (f"Tables 3/4, profile `{params.get('profile', '?')}`: linear-probe top-1 (%) on {budget.dataset} after "

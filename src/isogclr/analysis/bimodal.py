@@ -21,6 +21,7 @@ from scipy.stats import spearmanr
 
 from ..config import bimodal_run_id, bimodal_study_spec
 from .studies import study_run_path
+from .tables import cell, mean_std
 from .verdicts import Verdict, ordering
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
@@ -70,17 +71,13 @@ def budget_table(runs: pd.DataFrame, cells: list[tuple[str, str]], paper: pd.Dat
     for dataset, metric in cells:
         for epochs in sorted(runs["epochs"].unique()):
             mine = runs[(runs.dataset == dataset) & (runs.metric == metric) & (runs.epochs == epochs)]
-            stats = mine.groupby("method")["value"].agg(["mean", "std"]).fillna(0.0)
-            table[f"ours {dataset} {metric} {epochs} ep"] = [_fmt(*stats.loc[m]) for m in table.index]
+            stats = mean_std(mine, "value", by=("method",)).set_index("method")
+            table[f"ours {dataset} {metric} {epochs} ep"] = [cell(*stats.loc[m, ["mean", "std"]]) for m in table.index]
     for (batch, epochs), theirs in paper.groupby(["batch_size", "epochs"]):
         top1 = theirs.set_index("method")["top1"]
         table[f"paper top1 b={batch} {epochs} ep"] = [f"{top1[r]:.1f}" if r in top1 else "—"
                                                       for r in (paper_rows.get(m, m) for m in table.index)]
     return table
-
-
-def _fmt(mean: float, std: float) -> str:
-    return f"{mean:.2f} ± {std:.2f}"
 
 
 def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ...],
@@ -92,7 +89,7 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
     """
     paper_rows = paper_rows or {}
     runs = runs[runs["metric"].isin(metrics)]
-    stats = runs.groupby(["dataset", "method", "metric"], sort=False)["value"].agg(["mean", "std"]).fillna(0.0)
+    stats = mean_std(runs, "value", by=("dataset", "method", "metric")).set_index(["dataset", "method", "metric"])
     rows, index = [], []
     order = list(PAPER_COUNTERPART)
     datasets = sorted(runs["dataset"].unique(), key=lambda d: (order.index(d) if d in order else len(order), d))
@@ -101,11 +98,11 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
         label = f"{dataset} ({counterpart or 'no counterpart'})"
         theirs = paper[paper["dataset"] == counterpart].set_index(["method", "metric"])
         for method in runs["method"].unique():
-            rows.append([_fmt(*stats.loc[(dataset, method, m)]) for m in metrics])
+            rows.append([cell(*stats.loc[(dataset, method, m), ["mean", "std"]]) for m in metrics])
             index.append((label, method, "ours"))
             row = paper_rows.get(method, method)
             if (row, metrics[0]) in theirs.index:
-                rows.append([_fmt(theirs.loc[(row, m), "mean"], theirs.loc[(row, m), "std"]) for m in metrics])
+                rows.append([cell(theirs.loc[(row, m), "mean"], theirs.loc[(row, m), "std"]) for m in metrics])
                 index.append((label, method, f"paper ({row})"))
     return pd.DataFrame(rows, columns=list(metrics),
                         index=pd.MultiIndex.from_tuples(index, names=["dataset", "method", "source"]))

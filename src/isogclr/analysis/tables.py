@@ -47,9 +47,14 @@ def collect_runs(runs_dir: Path | str, methods: list[str], datasets: list[str], 
     return pd.DataFrame(rows)
 
 
-def mean_std(runs: pd.DataFrame, metric: str = "top1") -> pd.DataFrame:
-    """Mean and (sample) std over seeds per method and dataset; std is 0 for a single seed."""
-    grouped = runs.groupby(["method", "dataset"], sort=False)[metric]
+def cell(mean: float, std: float | None = None) -> str:
+    """A table cell: ``mean ± std`` to two decimals, or the mean alone where there is no std (None or NaN)."""
+    return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
+
+
+def mean_std(runs: pd.DataFrame, metric: str = "top1", by: tuple[str, ...] = ("method", "dataset")) -> pd.DataFrame:
+    """Mean and (sample) std over seeds per group ``by``; std is 0 for a single seed."""
+    grouped = runs.groupby(list(by), sort=False)[metric]
     out = grouped.agg(mean="mean", std="std", seeds="count").reset_index()
     out["std"] = out["std"].fillna(0.0)
     return out
@@ -65,7 +70,7 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, paper_rows: dict[str, 
     for dataset in ours["dataset"].unique():
         counterpart = PAPER_COUNTERPART.get(dataset)
         mine = ours[ours["dataset"] == dataset].set_index("method")
-        table[f"ours {dataset}"] = [f"{r['mean']:.2f} ± {r['std']:.2f}" for _, r in mine.loc[table.index].iterrows()]
+        table[f"ours {dataset}"] = [cell(r["mean"], r["std"]) for _, r in mine.loc[table.index].iterrows()]
         if counterpart is not None:
             theirs = paper[paper["dataset"] == counterpart].set_index("method")
             rows = [paper_rows.get(m, m) for m in table.index]
@@ -76,8 +81,7 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, paper_rows: dict[str, 
 def _paper_cell(paper: pd.DataFrame, row: str) -> str:
     if row not in paper.index:
         return "n/a"
-    mean, std = paper.loc[row, "mean"], paper.loc[row, "std"]
-    return f"{mean:.2f}" if pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
+    return cell(paper.loc[row, "mean"], paper.loc[row, "std"])
 
 
 def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:
