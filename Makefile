@@ -32,13 +32,26 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 
 setup: $(VENV)/.installed data-packages
 
-# Fashion-MNIST ships as a Debian package; where apt-get is missing the loader says how to get it.
+# Debian packages, installed where apt-get is available (as root): dataset-fashion-mnist (the one small real
+# dataset: every profile and the tests read it) and chromium (the browser test of the HTML reports, skipped
+# without it). apt waits up to 5 minutes for a lock held by another apt process. Set-up stops here, before
+# any test, when Fashion-MNIST is still missing; a missing chromium is only a note.
+APT := apt-get -o DPkg::Lock::Timeout=300 -qq
+FASHION_MNIST := /usr/share/datasets/fashion-mnist
+
 data-packages:
-	@if [ -d /usr/share/datasets/fashion-mnist ]; then :; \
-	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null || \
-		echo "warning: could not install dataset-fashion-mnist; the fashion_mnist datasets will be unavailable"; \
-	else echo "note: install Fashion-MNIST with: sudo apt-get install -y dataset-fashion-mnist"; fi
+	@want=""; [ -d $(FASHION_MNIST) ] || [ -d data/fashion_mnist ] || want="dataset-fashion-mnist"; \
+	command -v chromium >/dev/null || want="$$want chromium"; \
+	if [ -n "$$want" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		$(APT) update || echo "warning: apt-get update failed"; \
+		for pkg in $$want; do $(APT) install -y $$pkg >/dev/null || echo "warning: apt-get install $$pkg failed"; done; \
+	fi; \
+	command -v chromium >/dev/null || \
+		echo "note: chromium is missing, so the browser test of reports/ will be skipped (sudo apt-get install -y chromium)"; \
+	if [ ! -d $(FASHION_MNIST) ] && [ ! -d data/fashion_mnist ]; then \
+		echo "error: Fashion-MNIST is missing ($(FASHION_MNIST)); the tests and the pipeline read it." \
+			"Install it with: sudo apt-get install -y dataset-fashion-mnist (or put its four idx files in data/fashion_mnist/)"; \
+		exit 1; fi
 
 repro: setup
 	@if [ -n "$(PROFILE)" ]; then cp profiles/$(PROFILE).yaml params.yaml && echo "params.yaml <- profiles/$(PROFILE).yaml"; fi

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import ISogCLRLoss, MovingAverageConventions, SogCLRBimodalLoss, SogCLRLoss
+from isogclr.losses import ISogCLRLoss, MovingAverageConventions, SogCLRBimodalLoss, SogCLRLoss, TrainingDiverged
 from isogclr.losses.gram import GramGradient, two_view_features
 from isogclr.losses.isogclr_bimodal import ISogCLRBimodalLoss
 
@@ -98,7 +98,7 @@ def test_sogclr_fast_path_matches_autograd_on_stale_steps(s_timing):
 
 def test_isogclr_fast_path_matches_autograd_on_stale_steps():
     beta0 = 0.5
-    loss_fn = ISogCLRLoss(B, rho=0.3, tau_init=0.4, beta0=beta0, eta=0.05)
+    loss_fn = ISogCLRLoss(B, rho=0.3, tau_init=0.4, beta0=beta0, eta=0.05, conventions={"s_timing": "previous"})
     for step in range(3):
         tau = loss_fn.tau.double().clone()
         before = loss_fn.s.log_s[:, 0].double().clone()
@@ -111,16 +111,18 @@ def test_isogclr_fast_path_matches_autograd_on_stale_steps():
         assert_close(grads(loss, z1, z2), grads(reference, z1, z2))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: SogCLRLoss(20, tau=0.005),
-    lambda: ISogCLRLoss(20, rho=8.0, tau_init=0.005, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0),
-    lambda: SogCLRBimodalLoss(20, tau=0.005),
-    lambda: ISogCLRBimodalLoss(20, rho=8.0, tau_init=0.005, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0),
-])
-def test_alternating_identical_and_antipodal_views_stay_finite(make):
-    """A stale s_i e^400 below this step's g_i (views identical, then antipodal, at tau = 0.005):
-    without the overflow guard the weights, the temperature update and the value become inf / NaN."""
-    loss_fn = make()
+MAKERS = [
+    lambda cv: SogCLRLoss(20, tau=0.005, conventions=cv),
+    lambda cv: ISogCLRLoss(20, rho=8.0, tau_init=0.005, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0,
+                           conventions=cv),
+    lambda cv: SogCLRBimodalLoss(20, tau=0.005, conventions=cv),
+    lambda cv: ISogCLRBimodalLoss(20, rho=8.0, tau_init=0.005, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0,
+                                  conventions=cv),
+]
+
+
+def alternating_steps(loss_fn):
+    """Views identical, then antipodal, at tau = 0.005: every output of each step must be finite."""
     g = torch.Generator().manual_seed(0)
     for step in range(6):
         z = F.normalize(torch.randn(B, D, generator=g), dim=1)
@@ -128,9 +130,25 @@ def test_alternating_identical_and_antipodal_views_stay_finite(make):
         z2 = (z if step % 2 else -z).clone().requires_grad_()
         loss = loss_fn(z1, z2, torch.arange(B) + step)
         assert torch.isfinite(loss) and all(torch.isfinite(x).all() for x in grads(loss, z1, z2))
+        assert loss_fn.step_stats()["max_weight"] < math.exp(64)
     for name, buffer in loss_fn.named_buffers():
         if "tau" in name:
             assert torch.isfinite(buffer).all(), name
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_alternating_views_with_a_stale_s_stop_at_the_cap(make):
+    """With s_timing='previous' a stale s_i is e^400 below this step's g_i: the weights reach the
+    e^64 cap and the loss stops with TrainingDiverged naming the s timing, instead of returning
+    capped (wrong) gradients; before that step every output is finite."""
+    with pytest.raises(TrainingDiverged, match="s_timing: updated"):
+        alternating_steps(make({"s_timing": "previous"}))
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_alternating_views_with_the_updated_s_stay_finite(make):
+    """With s_timing='updated' (the default) s_i includes beta g_i: the weights stay below 1 / beta per row mean."""
+    alternating_steps(make(None))
 
 
 def test_shape_errors_are_kept():

@@ -85,7 +85,7 @@ def test_temperature_step_is_projected_gradient_step(reduction):
 def test_temperature_gradient_matches_closed_form_with_stale_s():
     """G(tau_i) = (tau_i / s_i) dg_i/dtau_i + log s_i + rho with the stored s_i (eqs. 19-20)."""
     rho, eta = 0.3, 1e-3
-    loss_fn = make(rho=rho, beta0=0.5, beta1=1.0, eta=eta)
+    loss_fn = make(rho=rho, beta0=0.5, beta1=1.0, eta=eta, conventions={"s_timing": "previous"})
     loss_fn(*[z.detach() for z in features(2)], torch.arange(B))
     log_s = (loss_fn.s_image.log_s[:, 0].double().clone(), loss_fn.s_text.log_s[:, 0].double().clone())
     taus = (loss_fn.tau_image.double().clone(), loss_fn.tau_text.double().clone())
@@ -101,7 +101,7 @@ def test_temperature_gradient_matches_closed_form_with_stale_s():
 
 def test_model_gradient_uses_stale_s():
     """Eq. 21 on a second step: (tau_i / s_i) grad g_i with the previous s_i (s_timing='previous')."""
-    loss_fn = make(beta0=0.5, eta=0.0)
+    loss_fn = make(beta0=0.5, eta=0.0, conventions={"s_timing": "previous"})
     loss_fn(*[z.detach() for z in features(4)], torch.arange(B))
     log_s = (loss_fn.s_image.log_s[:, 0].double().clone(), loss_fn.s_text.log_s[:, 0].double().clone())
     taus = (loss_fn.tau_image.double(), loss_fn.tau_text.double())
@@ -113,7 +113,8 @@ def test_model_gradient_uses_stale_s():
 
 
 def test_exposes_temperatures_and_keeps_them_in_bounds():
-    loss_fn = ISogCLRBimodalLoss(20, rho=8.0, tau_init=0.01, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0)
+    loss_fn = ISogCLRBimodalLoss(20, rho=8.0, tau_init=0.01, tau_min=0.005, tau_max=0.05, eta=100.0, beta1=1.0,
+                                 conventions={"s_timing": "updated"})  # "previous" stops at the cap here
     assert loss_fn.tau_image.shape == (20,) and loss_fn.tau_text.shape == (20,)
     for seed in range(4):
         image, text = (z.detach().float() for z in features(seed))

@@ -83,7 +83,7 @@ def test_moving_averages_follow_their_update():
 def test_stale_average_weights_the_gradient():
     """Second step with s_timing='previous': negatives weighted by exp(s / tau) / ((B - 1) u_prev)."""
     tau, gamma = 0.4, 0.5
-    loss_fn = SogCLRBimodalLoss(B, tau=tau, gamma=gamma)
+    loss_fn = SogCLRBimodalLoss(B, tau=tau, gamma=gamma, conventions={"s_timing": "previous"})
     loss_fn(*[z.detach() for z in features(5)], torch.arange(B))
     log_u = (loss_fn.u_image.log_s[:, 0].double().clone(), loss_fn.u_text.log_s[:, 0].double().clone())
     image, text = features(6)
@@ -97,7 +97,8 @@ def test_stale_average_weights_the_gradient():
 def test_conventions_are_shared_and_first_visit_zero():
     conventions = MovingAverageConventions(first_visit="zero")
     loss_fn = SogCLRBimodalLoss(B, tau=0.5, gamma=0.6, conventions=conventions)
-    assert loss_fn.u_image.conventions is loss_fn.u_text.conventions is conventions
+    assert loss_fn.u_image.conventions is loss_fn.u_text.conventions is loss_fn.conventions
+    assert loss_fn.conventions.first_visit == "zero" and loss_fn.conventions.s_timing == "updated"
     fresh = SogCLRBimodalLoss(B, tau=0.5, gamma=0.6)
     image, text = (z.detach() for z in features(7))
     loss_fn(image, text, torch.arange(B))

@@ -114,7 +114,7 @@ def test_sogclr_fresh_average_is_exact_on_later_steps(version):
 
 def test_sogclr_previous_uses_stale_estimate():
     """With s_timing='previous' (the paper's eq. 10) the second step weights by u_{t-1}: not exact."""
-    loss_fn = SogCLRLoss(B, tau=0.3, gamma=1.0)
+    loss_fn = SogCLRLoss(B, tau=0.3, gamma=1.0, conventions={"s_timing": "previous"})
     loss_fn(*features(2), torch.arange(B))
     z1, z2 = features(3)
     loss = loss_fn(z1, z2, torch.arange(B))
@@ -194,7 +194,7 @@ def test_isogclr_temperature_step_is_projected_gradient_step():
 def test_isogclr_temperature_gradient_matches_closed_form_with_stale_s():
     """G(tau_i) = (tau_i/s_i) dg_i/dtau_i + log s_i + rho with the stored s_i (eq. 13)."""
     rho, eta = 0.3, 1e-3
-    loss_fn = ISogCLRLoss(B, rho=rho, tau_init=0.5, beta0=0.5, beta1=1.0, eta=eta)
+    loss_fn = ISogCLRLoss(B, rho=rho, tau_init=0.5, beta0=0.5, beta1=1.0, eta=eta, conventions={"s_timing": "previous"})
     loss_fn(*[z.detach() for z in features(10)], torch.arange(B))
     log_s_prev = loss_fn.s.log_s[:, 0].double().clone()
     tau = loss_fn.tau.double().clone()

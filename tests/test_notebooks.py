@@ -1,10 +1,16 @@
-"""Source notebooks are generated from notebooks/src/*.py, carry no outputs and have a parameters cell."""
+"""Source notebooks are built by jupytext from notebooks/src/*.py, carry no outputs and have a parameters cell;
+they run from any folder of the repository (JupyterLab starts a notebook's kernel in the notebook's folder)."""
 
 from __future__ import annotations
 
 import json
+import os
+
+import jupytext
+import pytest
 
 from isogclr.analysis.notebooks import build_notebooks
+from isogclr.analysis.report import project_root, setup_report, strip_execution_metadata, typed_parameters
 
 from .conftest import ROOT
 
@@ -29,3 +35,51 @@ def test_build_is_deterministic(tmp_path):
     first = {p.name: p.read_text() for p in tmp_path.glob("*.ipynb")}
     build_notebooks(ROOT / "notebooks" / "src", tmp_path)
     assert first == {p.name: p.read_text() for p in tmp_path.glob("*.ipynb")}
+
+
+def test_notebooks_are_jupytexts_reading_of_their_sources():
+    """Cell for cell, a notebook is what jupytext reads from its percent-format source; only ids are ours."""
+    for script in sorted((ROOT / "notebooks" / "src").glob("*.py")):
+        theirs = jupytext.read(script, fmt="py:percent")
+        ours = json.loads((ROOT / "notebooks" / f"{script.stem}.ipynb").read_text())
+        assert [(c.cell_type, c.source, c.metadata.get("tags")) for c in theirs.cells] == \
+            [(c["cell_type"], "".join(c["source"]), c["metadata"].get("tags")) for c in ours["cells"]], script.name
+        assert [c["id"] for c in ours["cells"]] == [f"{script.stem}-{i:02d}" for i in range(len(ours["cells"]))]
+
+
+def test_every_report_sets_itself_up_before_drawing():
+    """The set-up cell finds the repository root and configures pandas and matplotlib before pyplot is used."""
+    for script in sorted((ROOT / "notebooks" / "src").glob("*.py")):
+        text = script.read_text()
+        assert "setup_report()" in text and 'matplotlib.use("Agg")' not in text, script.name
+        assert text.index("setup_report()") < text.index("import matplotlib.pyplot"), script.name
+        assert "fig.tight_layout()" not in text, script.name  # constrained layout instead (set up by setup_report)
+
+
+def test_the_root_is_found_from_a_notebooks_folder(tmp_path, monkeypatch):
+    assert project_root(ROOT / "notebooks") == ROOT == project_root(ROOT / "notebooks" / "src")
+    monkeypatch.chdir(ROOT / "notebooks")
+    assert setup_report() == ROOT and os.getcwd() == str(ROOT)
+    import pandas as pd
+
+    assert pd.get_option("display.max_colwidth") is None
+    with pytest.raises(FileNotFoundError, match="params.yaml and dvc.yaml"):
+        project_root(tmp_path)
+
+
+def test_execution_timestamps_are_stripped():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    nb.metadata["papermill"] = {"start_time": "t0", "end_time": "t1", "duration": 1.5, "parameters": {"a": 1}}
+    nb.cells[0].metadata.update(execution={"iopub.status.busy": "t"},
+                                papermill={"start_time": "t", "end_time": "t", "duration": 0.1, "status": "completed"})
+    strip_execution_metadata(nb)
+    assert nb.metadata["papermill"] == {"parameters": {"a": 1}}
+    assert nb.cells[0].metadata == {"papermill": {"status": "completed"}}
+
+
+def test_report_parameters_are_typed_as_papermill_types_them():
+    assert typed_parameters([("rho", "0.3"), ("seed", "0"), ("flag", "True"), ("none", "None"), ("dir", "runs")]) \
+        == {"rho": 0.3, "seed": 0, "flag": True, "none": None, "dir": "runs"}
+    assert isinstance(typed_parameters([("n", "10")])["n"], int)

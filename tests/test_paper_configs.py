@@ -98,7 +98,7 @@ def test_pretrained_weights_absent_offline_give_a_clear_error(monkeypatch, tmp_p
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
-    with pytest.raises(RuntimeError, match="resnet50.*not available offline"):
+    with pytest.raises(RuntimeError, match="resnet50.*not in the Hugging Face cache.*model.safetensors"):
         build_encoder(EncoderConfig(arch="resnet50", width=64, cifar_stem=False, pretrained=True))
 
 
@@ -106,8 +106,8 @@ def test_exported_standard_encoder_loads_with_timm(tmp_path):
     """A run's artifacts/encoder.pt of a standard-stem encoder loads with timm.create_model(checkpoint_path=...)."""
     import timm
 
+    from isogclr.io import save_torch
     from isogclr.models import build_encoder
-    from isogclr.train.checkpoint import save_torch
 
     enc = build_encoder(EncoderConfig(arch="resnet18", width=64, cifar_stem=False))
     save_torch(enc.state_dict(), tmp_path / "encoder.pt")

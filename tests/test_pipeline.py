@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import ROOT, tracked_copy
 
@@ -25,7 +26,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     run = subprocess.run([sys.executable, "-m", "isogclr", "repro", "--jobs", "2"], cwd=repo, env=env,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "started train@simclr-synth10-0" in run.stdout and "FAILED" not in run.stdout
+    assert "started pipelines/train/dvc.yaml:train@simclr-synth10-0" in run.stdout and "FAILED" not in run.stdout
     check = run.stdout.split("checking with a plain `dvc repro`")[1]
     assert "Running stage" not in check, check[-2000:]  # the parallel schedule left nothing to run
 
@@ -40,7 +41,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert (repo / "reports" / "figures" / "table1_unimodal.png").stat().st_size > 0
     # the numbers in the table are the runs' numbers
     top1 = json.loads((repo / "runs" / "isogclr-synth10-s0" / "metrics.json").read_text())["top1"]
-    assert f"{top1:.2f} ± 0.00" in table
+    assert f"{top1:.2f} (n=1)" in table
     for report in ("ablations", "small_batch", "rgcl_analysis", "feature_tsne", "emc2_convergence", "bimodal"):
         executed = json.loads((repo / "reports" / f"{report}.ipynb").read_text())
         assert not any(o.get("output_type") == "error" for c in executed["cells"] for o in c.get("outputs", []))
@@ -49,7 +50,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert "profile `smoke`" in index and "Ablations" in index and (repo / "reports" / "index.html").exists()
     real = (repo / "reports" / "tables" / "table1_real.md").read_text()  # Fashion-MNIST, read from its image folder
     top1 = json.loads((repo / "runs" / "isogclr-fashion_mnist_mini-s0" / "metrics.json").read_text())["top1"]
-    assert "ours fashion_mnist_mini" in real and f"{top1:.2f} ± 0.00" in real
+    assert "ours fashion_mnist_mini" in real and f"{top1:.2f} (n=1)" in real
     assert (repo / "data" / "fashion_mnist_mini" / "train").is_dir()
     loss_curve = (repo / "runs" / "isogclr-synth10-s0" / "dvclive" / "plots" / "metrics" / "loss.tsv").read_text()
     assert loss_curve.splitlines()[0] == "step\tloss" and len(loss_curve.splitlines()) == 3  # 2 smoke epochs
@@ -63,7 +64,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     table4 = (repo / "reports" / "tables" / "sogclr_table4_epochs.md").read_text()  # SogCLR Table 4: two budgets
     assert "ours synth10 top1 1 ep" in table4 and "ours synth10 top1 2 ep" in table4 and "71.3" in table4
     top1 = json.loads((repo / "studies" / "bimodal_epochs" / "clip-1-s0" / "metrics.json").read_text())["synth10_top1"]
-    assert f"{top1:.2f} ± 0.00" in table4
+    assert f"{top1:.2f} (n=1)" in table4
     correlation = (repo / "reports" / "tables" / "temperature_vs_frequency.md").read_text()
     assert "isogclr-synth10_lt-s0" in correlation and "spearman_samples" in correlation
 
@@ -77,13 +78,24 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     metrics = subprocess.run([str(BIN / "dvc"), "metrics", "show"], cwd=repo, env=env, capture_output=True,
                              text=True)
     assert "runs/isogclr-synth10-s0/metrics.json" in metrics.stdout
-    assert "runs/isogclr-synth10-s0/dvclive/metrics.json" in metrics.stdout
+    assert "dvclive/metrics.json" not in metrics.stdout  # one metrics file per run
+
+    # an edit on a run's import path reruns the runs (the hand-written dvc.yaml missed this file)
+    distributed = repo / "src" / "isogclr" / "train" / "distributed.py"
+    original = distributed.read_text()
+    distributed.write_text(original + "\n# an edit\n")
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
+    assert "train@isogclr-synth10-0:" in status.stdout and "train_bimodal@clip-0:" in status.stdout, status.stdout
+    assert "synthetic:" not in status.stdout  # the data generator does not import it
+    distributed.write_text(original)
 
     # an ablation knob of one method invalidates only that method's runs
     params = (repo / "params.yaml").read_text().replace("    rho: 0.3", "    rho: 0.5", 1)
     (repo / "params.yaml").write_text(params)
     status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
-    changed = [line.rstrip(":") for line in status.stdout.splitlines() if not line.startswith((" ", "\t"))]
+    # a family's stage is addressed as pipelines/<family>/dvc.yaml:<stage>@<item>: keep <stage>@<item>
+    changed = [line.rstrip(":").rpartition(".yaml:")[2] for line in status.stdout.splitlines()
+               if not line.startswith((" ", "\t"))]
     changed = [c for c in changed if c.strip()]
     runs = [c for c in changed if "@" in c]  # training runs; the rest are reports that read methods.isogclr
     assert runs and all("@isogclr-" in c for c in runs), status.stdout
@@ -97,24 +109,35 @@ def test_dvc_config_disables_analytics():
 
 
 def test_paper_profile_dag_builds_without_running(tmp_path):
-    """The paper profile validates and its DAG (3 methods x 4 CIFAR datasets x 3 seeds + report) is built."""
+    """The paper profile validates and its DAG (every table section's methods x datasets x seeds + reports) is built."""
     repo = tracked_copy(tmp_path / "repo")
     shutil.copy(repo / "profiles" / "paper.yaml", repo / "params.yaml")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run([sys.executable, "-m", "isogclr", "validate"], cwd=repo, env=env, check=True, capture_output=True)
-    stages = subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=repo, env=env, check=True,
-                            capture_output=True, text=True).stdout.split()
+    subprocess.run([sys.executable, "-m", "isogclr", "validate", "--skip-data"], cwd=repo, env=env, check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "isogclr", "pipeline"], cwd=repo, env=env, check=True, capture_output=True)
+    stages = subprocess.run([str(BIN / "dvc"), "stage", "list", "--all", "--name-only"], cwd=repo, env=env,
+                            check=True, capture_output=True, text=True).stdout.split()
+    stages = [s.rpartition(".yaml:")[2] for s in stages]  # pipelines/<family>/dvc.yaml:<stage> -> <stage>
+    profile = yaml.safe_load((repo / "params.yaml").read_text())
+
+    def grid(section: str) -> int:  # methods x datasets x seeds of a table section
+        return len(profile[section]["methods"]) * len(profile[section]["datasets"]) * len(profile[section]["seeds"])
+
     train = [s for s in stages if s.startswith("train@")]
-    assert len(train) == 48 and "train@isogclr-cifar100_lt-2" in train
+    assert len(train) == grid("table1") and "train@isogclr-cifar100_lt-2" in train
+    assert "train@isogclr-imagenet100-0" in train and "train@simclr-inaturalist-2" in train  # streamed, 224 px
     assert "table1_unimodal" in stages and "index" in stages
-    assert len([s for s in stages if s.startswith("train_table3@")]) == 72
+    assert len([s for s in stages if s.startswith("train_table3@")]) == grid("table3")
     assert "study_rho@isogclr-0.4-0" in stages and "study_burn_in@emc2-48-0" in stages
     assert "study_standard_batch@emc2-256-0" in stages and "study_standard_batch@negcache-256-0" in stages
     assert "study_epochs@isogclr-800-2" in stages  # Tables 3/4: 800 epochs beside Table 1's 400
     assert "study_bimodal_epochs@clip-60-0" in stages  # SogCLR Table 4: 60 epochs beside the bimodal runs' 30
-    assert len([s for s in stages if s.startswith("train_real@")]) == 24  # Fashion-MNIST (+ LT), 4 methods, 3 seeds
-    assert "emc2_convergence" in stages
+    assert len([s for s in stages if s.startswith("train_real@")]) == grid("table1_real")  # Fashion-MNIST (+ LT)
+    assert "emc2_convergence" in stages and "emc2_convergence_runs" in stages
     dag = subprocess.run([str(BIN / "dvc"), "dag", "--dot"], cwd=repo, env=env, capture_output=True, text=True)
-    assert dag.returncode == 0 and '"train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout
-    assert '"study_epochs@isogclr-800-0" -> "table1_unimodal"' in dag.stdout
-    assert '"study_bimodal_epochs@sogclr_bimodal-60-0" -> "bimodal"' in dag.stdout
+    assert dag.returncode == 0
+    assert '"pipelines/train/dvc.yaml:train@isogclr-cifar10-0" -> "table1_unimodal"' in dag.stdout
+    assert '"pipelines/study_epochs/dvc.yaml:study_epochs@isogclr-800-0" -> "table1_unimodal"' in dag.stdout
+    assert ('"pipelines/study_bimodal_epochs/dvc.yaml:study_bimodal_epochs@sogclr_bimodal-60-0" -> "bimodal"'
+            in dag.stdout)

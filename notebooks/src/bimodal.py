@@ -37,19 +37,20 @@ reports_dir = "reports"
 import textwrap
 from pathlib import Path
 
-import matplotlib
+from isogclr.analysis.report import setup_report
 
-matplotlib.use("Agg")
+setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
 import pandas as pd
 from PIL import Image
 
 from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, budget_table, collect_bimodal_runs,
-                                      collect_bimodal_study, load_bimodal_taus, load_train_logs, mean_of,
+                                      collect_bimodal_study, load_bimodal_taus, load_train_logs,
                                       ordering_verdict, side_by_side, tau_extremes, tau_frequency_correlation)
 from isogclr.analysis.studies import check_differs_only, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import Verdict, ordering, write_verdicts
+from isogclr.analysis.verdicts import Verdict, combine, compare, effect, not_testable, per_seed, write_verdicts
+from isogclr.analysis.verdicts import correlation as correlation_verdict
 from isogclr.config import bimodal_run_id, bimodal_study_spec, load_params
 
 params = load_params(params_path)
@@ -126,7 +127,6 @@ for ax, (dataset, metric) in zip(axes, cells, strict=True):
     ax.legend()
 fig.suptitle("SogCLR Table 4: accuracy at two epoch budgets")
 save_figure(fig, reports_dir, "sogclr_table4_epochs")
-plt.show()
 
 # %% [markdown]
 # ## Convergence (Figure 1, right)
@@ -148,7 +148,6 @@ for m in curve_methods:
 axes[0].set(xlabel="epoch", ylabel="(loss - min) / (max - min)", title="training loss, own objective, rescaled")
 axes[1].set(xlabel="epoch", ylabel="IR@1 (%)", title="retrieval_a (~MSCOCO) IR@1 per epoch")
 axes[1].legend()
-fig.tight_layout()
 save_figure(fig, reports_dir, "bimodal_convergence")
 
 # %% [markdown]
@@ -170,7 +169,6 @@ for m in tau_methods:
                         mean[f"{col}_mean"] + mean[f"{col}_std"], alpha=0.15)
 ax.set(xlabel="epoch", ylabel="mean temperature (± std over pairs)", title="learned per-pair temperatures")
 ax.legend(fontsize=8)
-fig.tight_layout()
 save_figure(fig, reports_dir, "bimodal_individual_tau")
 
 # %% [markdown]
@@ -193,7 +191,7 @@ iso = taus[(taus.method == "isogclr_bimodal") & (taus.seed == seeds[0])] if "iso
     else taus[taus.seed == seeds[0]]
 largest, smallest = tau_extremes(iso, k)
 image_root = Path(spec["data"]) / "train"
-fig, axes = plt.subplots(2, k, figsize=(2.2 * k, 6.4), gridspec_kw={"hspace": 0.75})
+fig, axes = plt.subplots(2, k, figsize=(2.2 * k, 5.6))  # constrained layout leaves room for the captions
 for row, (title, picked) in enumerate((("largest", largest), ("smallest", smallest))):
     for ax, (_, r) in zip(axes[row], picked.iterrows(), strict=True):
         with Image.open(image_root / r["image"]) as img:
@@ -215,9 +213,12 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
 # %% [markdown]
 # ## Do the claims hold at this scale?
 #
-# An ordering claim is "held" when our mean ordering agrees with the paper's; with one seed we have no
-# spread estimate, so a small gap is not evidence either way. A claim the runs cannot address is
-# "not testable" (at this scale) with the reason. The verdicts are written to `reports/verdicts/bimodal.csv`.
+# Every claim is tested on our runs paired by seed: the effect (positive = the paper's direction) is the
+# mean over seeds of a per-seed difference with its 95% Student-t interval, beside the paper's own effect;
+# the temperature claim is a Spearman correlation with a bootstrap interval over pairs per seed, and the
+# seeds must agree in sign. **supported** / **contradicted**: the interval excludes 0 in / against the
+# paper's direction; **inconclusive**: it contains 0; **not testable**: one seed, or no counterpart at this
+# scale, with the reason. The verdicts are written to `reports/verdicts/bimodal.csv`.
 
 # %%
 claims: list[Verdict] = []
@@ -226,61 +227,66 @@ if has({"isogclr_bimodal", "clip"}):
     for dataset in ("retrieval_a", "retrieval_b"):
         for metric in ("ir_r1", "tr_r1"):
             claims.append(ordering_verdict(runs, "Tables 2/5/6: iSogCLR > CLIP on retrieval", "isogclr_bimodal",
-                                           "clip", dataset, metric))
+                                           "clip", dataset, metric, paper, paper_rows))
 for baseline in ("sogclr_bimodal", "cyclip"):
     if has({"isogclr_bimodal", baseline}):
         for dataset in ("retrieval_a", "retrieval_b"):
             claims.append(ordering_verdict(runs, f"Tables 2/5/6: iSogCLR > {baseline} on retrieval",
-                                           "isogclr_bimodal", baseline, dataset, "ir_r1"))
+                                           "isogclr_bimodal", baseline, dataset, "ir_r1", paper, paper_rows))
 if has({"isogclr_bimodal", "clip"}):
     claims.append(ordering_verdict(runs, "Table 7: iSogCLR > CLIP zero-shot on CIFAR100", "isogclr_bimodal", "clip",
-                                   "synth100", "top1"))
+                                   "synth100", "top1", paper, paper_rows))
     claims.append(ordering_verdict(runs, "Table 7: CLIP > iSogCLR zero-shot on CIFAR10 (the paper's exception)",
-                                   "clip", "isogclr_bimodal", "synth10", "top1"))
-claims.append(Verdict("Tables 2/7: iSogCLR best zero-shot on ImageNet1K", "not testable",
-                      "at this scale: the generated data has no 1000-class counterpart"))
-if has({"sogclr_bimodal", "clip"}):
-    for dataset, metric in (("synth10", "top1"), ("retrieval_a", "ir_r1")):
-        claims.append(ordering_verdict(runs, "SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch",
-                                       "sogclr_bimodal", "clip", dataset, metric))
+                                   "clip", "isogclr_bimodal", "synth10", "top1", paper, paper_rows))
+claims.append(not_testable("Tables 2/7: iSogCLR best zero-shot on ImageNet1K",
+                           "at this scale: the generated data has no 1000-class counterpart"))
+paper4 = paper_numbers("sogclr_table4").query("batch_size == 128").set_index(["method", "epochs"])["top1"]
 short, long = int(budgets.epochs.min()), int(budgets.epochs.max())
-theirs = paper_numbers("sogclr_table4").query("batch_size == 128").set_index(["method", "epochs"])["top1"]
-said = (f"paper (b=128): CLIP {theirs['clip', 30]} -> {theirs['clip', 60]}, SogCLR {theirs['sogclr', 30]} -> "
-        f"{theirs['sogclr', 60]}")
-for dataset, metric in cells:
-    cell = budgets[(budgets.dataset == dataset) & (budgets.metric == metric)]
-    at = cell.groupby(["method", "epochs"])["value"].mean()
-    clip, sog = (at["clip", short], at["clip", long]), (at["sogclr_bimodal", short], at["sogclr_bimodal", long])
-    claims.append(Verdict(f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does "
-                          f"not [{dataset} {metric}]", "held" if clip[1] < clip[0] and sog[1] >= sog[0] else "not held",
-                          f"CLIP {clip[0]:.2f} -> {clip[1]:.2f}, SogCLR {sog[0]:.2f} -> {sog[1]:.2f}; {said}"))
+if has({"sogclr_bimodal", "clip"}):
+    for dataset, metric in cells:
+        def at(method: str, epochs: int = short, dataset: str = dataset, metric: str = metric) -> dict[int, float]:
+            return per_seed(budgets, "value", method=method, dataset=dataset, metric=metric, epochs=epochs)
+
+        claims.append(compare(f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch "
+                              f"[{dataset} {metric}]", ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
+                              paper_effect=paper4["sogclr", 30] - paper4["clip", 30]))
+        # "CLIP loses accuracy from the short to the long budget, SogCLR does not": both parts, paired by seed
+        claims.append(combine(
+            f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does not "
+            f"[{dataset} {metric}]",
+            [compare(f"CLIP {short} ep > {long} ep", (f"clip {short} ep", at("clip")),
+                     (f"clip {long} ep", at("clip", long)), paper_effect=paper4["clip", 30] - paper4["clip", 60]),
+             compare(f"SogCLR {long} ep >= {short} ep", (f"sogclr {long} ep", at("sogclr_bimodal", long)),
+                     (f"sogclr {short} ep", at("sogclr_bimodal")),
+                     paper_effect=paper4["sogclr", 60] - paper4["sogclr", 30])]))
 if has({"isogclr_bimodal", "clip"}):
-    curve = logs.groupby(["method", "epoch"])["retrieval_a_ir_r1"].mean()
-    claims.append(ordering("Figure 1 (right): iSogCLR converges faster than CLIP [retrieval_a IR@1 averaged over "
-                           "epochs]", "isogclr_bimodal", curve["isogclr_bimodal"].mean(), "clip",
-                           curve["clip"].mean()))
+    curve = logs.groupby(["method", "seed"], as_index=False)["retrieval_a_ir_r1"].mean()
+    claims.append(compare("Figure 1 (right): iSogCLR converges faster than CLIP [retrieval_a IR@1 averaged over "
+                          "epochs]",
+                          ("isogclr_bimodal", per_seed(curve, "retrieval_a_ir_r1", method="isogclr_bimodal")),
+                          ("clip", per_seed(curve, "retrieval_a_ir_r1", method="clip"))))
 if has({"clip_large_tau", "clip"}):
-    large, _ = mean_of(runs, "clip_large_tau", "retrieval_a", "ir_r1")
-    tuned, _ = mean_of(runs, "clip", "retrieval_a", "ir_r1")
-    claims.append(Verdict("Figure 7 (right): CLIP with a fixed large tau fails to converge",
-                          "held" if large < 0.5 * tuned else "not held",
-                          f"retrieval_a IR@1: clip_large_tau (tau {params['methods']['clip_large_tau'].get('tau')}) "
-                          f"{large:.2f}% vs clip {tuned:.2f}%; held = below half of CLIP's"))
+    large = per_seed(runs, "value", method="clip_large_tau", dataset="retrieval_a", metric="ir_r1")
+    tuned = per_seed(runs, "value", method="clip", dataset="retrieval_a", metric="ir_r1")
+    claims.append(effect("Figure 7 (right): CLIP with a fixed large tau fails to converge",
+                         {s: 0.5 * tuned[s] - large[s] for s in set(large) & set(tuned)},
+                         what="half of CLIP's retrieval_a IR@1 minus clip_large_tau's",
+                         detail=f"clip_large_tau (tau {params['methods']['clip_large_tau'].get('tau')}) vs clip, "
+                                "fails = below half of CLIP's"))
 if "clip_individual_tau" in methods:
-    drift = logs[logs.method == "clip_individual_tau"].groupby("epoch")[["tau_image_mean", "tau_text_mean"]].mean()
+    drift = logs[logs.method == "clip_individual_tau"]
     tau_init = params["methods"]["clip_individual_tau"].get("tau_init", 0.01)
-    rises = all(drift[c].is_monotonic_increasing and drift[c].iloc[-1] > tau_init for c in drift)
-    claims.append(Verdict("Appendix C.3: per-pair temperatures learned by autograd drift upward",
-                          "held" if rises else "not held",
-                          f"mean tau_image {tau_init} -> {drift['tau_image_mean'].iloc[0]:.4f} (epoch 1) -> "
-                          f"{drift['tau_image_mean'].iloc[-1]:.4f} (last), tau_text -> "
-                          f"{drift['tau_text_mean'].iloc[-1]:.4f}; held = rises every epoch and ends above tau_init"))
-for _, r in correlation[correlation.method == "isogclr_bimodal"].iterrows():
-    rho = r["spearman_tau_image_clusters"]
-    claims.append(Verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
-                          "held" if rho > 0 else "not held",
-                          f"seed {r['seed']}: Spearman(tau_image, cluster frequency) {rho:.2f} over cluster means, "
-                          f"{r['spearman_tau_image_pairs']:.2f} over pairs; tau_text "
-                          f"{r['spearman_tau_text_clusters']:.2f}"))
+    last = drift[drift.epoch == drift.epoch.max()]
+    rises = all(g.sort_values("epoch")[c].is_monotonic_increasing for _, g in drift.groupby("seed")
+                for c in ("tau_image_mean", "tau_text_mean"))
+    claims.append(effect("Appendix C.3: per-pair temperatures learned by autograd drift upward",
+                         {s: v - tau_init for s, v in zip(last.seed, last.tau_image_mean, strict=True)},
+                         what="final mean tau_image - tau_init", unit="",
+                         detail=f"tau_init {tau_init}; the means rise every epoch in every seed: {rises}"))
+iso_taus = taus[taus.method == "isogclr_bimodal"]
+if len(iso_taus):
+    claims.append(correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
+                                      {s: (g.tau_image, g.cluster_frequency) for s, g in iso_taus.groupby("seed")},
+                                      what="Spearman(tau_image, cluster frequency) over pairs"))
 verdicts = write_verdicts(claims, reports_dir, "bimodal")
 verdicts

@@ -1,6 +1,8 @@
 """Command line: ``python -m isogclr <command> --help``.
 
-The DVC stages call these commands; a researcher can call them by hand too.
+The DVC stages call these commands; a researcher can call them by hand too. Only the standard library is
+imported at the top, so ``--help`` answers at once; a command imports what it needs (torch, DVC,
+papermill) when it runs.
 """
 
 from __future__ import annotations
@@ -11,27 +13,41 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from .config import (
-    ConfigError,
-    fashion_mnist_mini_spec,
-    load_params,
-    pair_spec,
-    run_config,
-    study_run_config,
-    synthetic_spec,
-    validate_params,
-)
+from . import __version__
 
 
 def _validate(args: argparse.Namespace) -> int:
-    validate_params(load_params(args.params))
-    print(f"{args.params}: valid")
+    from .config import load_params, missing_datasets, validate_params
+
+    params = load_params(args.params)
+    validate_params(params)
+    missing = [] if args.skip_data else missing_datasets(params)
+    for line in missing:
+        print(f"error in {args.params}: {line}", file=sys.stderr)
+    for line in _device_warnings(params):
+        print(f"warning: {args.params}: {line}", file=sys.stderr)
+    if missing:
+        return 1
+    print(f"{args.params}: valid" + ("" if args.skip_data else "; its datasets are on disk or made by the pipeline"))
     return 0
 
 
+def _device_warnings(params: dict) -> list[str]:
+    """The paper profile on a machine without a GPU, where ``device: auto`` would quietly train on the CPU."""
+    devices = {s: (params.get(s) or {}).get("device", "auto") for s in ("train", "bimodal") if s in params}
+    if params.get("profile") != "paper" or "cpu" in devices.values():
+        return []
+    import torch
+
+    if torch.cuda.is_available():
+        return []
+    return [f"{s}.device is {d!r} and no GPU is visible: the paper profile would "
+            + ("train on the CPU (weeks of compute)" if d == "auto" else "fail") + "; run it on a GPU machine"
+            for s, d in devices.items()]
+
+
 def _synthetic(args: argparse.Namespace) -> int:
+    from .config import load_params, synthetic_spec
     from .data.synthetic import write_synthetic
 
     params = load_params(args.params)
@@ -43,6 +59,7 @@ def _synthetic(args: argparse.Namespace) -> int:
 
 
 def _fashion_mnist_mini(args: argparse.Namespace) -> int:
+    from .config import fashion_mnist_mini_spec, load_params
     from .data.fashion_mnist import write_fashion_mnist_mini
 
     params = load_params(args.params)
@@ -54,6 +71,7 @@ def _fashion_mnist_mini(args: argparse.Namespace) -> int:
 
 
 def _synthetic_pairs(args: argparse.Namespace) -> int:
+    from .config import load_params, pair_spec
     from .data.synthetic_pairs import write_synthetic_pairs
 
     spec = pair_spec(load_params(args.params))
@@ -64,6 +82,9 @@ def _synthetic_pairs(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .config import ConfigError, load_params, run_config, study_run_config, validate_params
     from .train.loop import train_run
 
     params = load_params(args.params)
@@ -83,7 +104,9 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_bimodal(args: argparse.Namespace) -> int:
-    from .config import bimodal_run_config, bimodal_study_run_config
+    import yaml
+
+    from .config import ConfigError, bimodal_run_config, bimodal_study_run_config, load_params, validate_params
     from .train.bimodal import train_bimodal_run
 
     params = load_params(args.params)
@@ -109,11 +132,53 @@ def _notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .analysis.notebooks import notebook_text
+    from .analysis.report import execute_report, typed_parameters
+
+    notebook, source = Path(args.notebooks) / f"{args.name}.ipynb", Path(args.notebooks) / "src" / f"{args.name}.py"
+    if not source.exists():
+        print(f"error: {source} not found (a report is built from notebooks/src/<name>.py)", file=sys.stderr)
+        return 2
+    if not notebook.exists() or notebook.read_text() != notebook_text(source):
+        print(f"error: {notebook} is out of sync with {source}: run `python -m isogclr notebooks`", file=sys.stderr)
+        return 1
+    for folder in ("tables", "figures", "verdicts"):
+        (Path(args.reports) / folder).mkdir(parents=True, exist_ok=True)
+    from papermill.exceptions import PapermillExecutionError
+
+    output = Path(args.reports) / f"{args.name}.ipynb"
+    try:
+        execute_report(notebook, output, typed_parameters(args.parameter))
+    except PapermillExecutionError as err:
+        print(f"error: {output}: cell {err.exec_count} raised {err.ename}: {err.evalue} (the traceback is in the "
+              f"notebook)", file=sys.stderr)
+        return 1
+    print(f"wrote {output}")
+    return 0
+
+
 def _report_index(args: argparse.Namespace) -> int:
     from .analysis.index import build_index
+    from .config import load_params
 
     build_index(Path(args.reports), args.names, profile=str(load_params(args.params).get("profile", "?")))
     print(f"wrote {args.reports}/index.html and {args.reports}/README.md ({len(args.names)} reports)")
+    return 0
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from .pipeline import main as write_pipeline
+
+    return write_pipeline(args.params, args.out, check=args.check)
+
+
+def _convergence(args: argparse.Namespace) -> int:
+    from .config import load_params
+    from .train.convergence import write_study
+
+    study = write_study(load_params(args.params), Path(args.out))
+    print(f"wrote {args.out} in {study.seconds:.0f}s")
     return 0
 
 
@@ -123,29 +188,44 @@ def _repro(args: argparse.Namespace) -> int:
     return repro(Path(args.root), args.jobs)
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's formatter that shows each option's default, except the uninformative None and False."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if action.default in (None, False) else super()._get_help_string(action)
+
+
+def _add_params(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--params", default="params.yaml", help="the parameters (params.yaml or a profile)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m isogclr", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m isogclr", description=__doc__.splitlines()[0],
+                                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"isogclr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="check params.yaml; every error names its key")
-    p.add_argument("--params", default="params.yaml")
+    p = sub.add_parser("validate", help="check params.yaml (every error names its key), that the datasets it "
+                                        "reads are on disk, and warn when the paper profile has no GPU")
+    _add_params(p)
+    p.add_argument("--skip-data", action="store_true", help="check the parameters only, not the datasets on disk")
     p.set_defaults(func=_validate)
 
     p = sub.add_parser("synthetic", help="generate the synthetic image datasets (data.synthetic)")
-    p.add_argument("--params", default="params.yaml")
-    p.add_argument("--out", default="data/synthetic")
+    _add_params(p)
+    p.add_argument("--out", default="data/synthetic", help="output folder")
     p.set_defaults(func=_synthetic)
 
     p = sub.add_parser("fashion-mnist-mini", help="write the mini Fashion-MNIST subset as an image folder "
                                                   "(data.fashion_mnist_mini)")
-    p.add_argument("--params", default="params.yaml")
-    p.add_argument("--out", default="data/fashion_mnist_mini")
+    _add_params(p)
+    p.add_argument("--out", default="data/fashion_mnist_mini", help="output folder")
     p.set_defaults(func=_fashion_mnist_mini)
 
     p = sub.add_parser("synthetic-pairs", help="generate image-text pairs, retrieval and zero-shot sets "
                                                "(data.synthetic_pairs)")
-    p.add_argument("--params", default="params.yaml")
-    p.add_argument("--out", default="data/synthetic_pairs")
+    _add_params(p)
+    p.add_argument("--out", default="data/synthetic_pairs", help="output folder")
     p.set_defaults(func=_synthetic_pairs)
 
     p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed> "
@@ -155,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--study", help="a key of `studies`: the run is written to studies/<study>/<method>-<value>-s<seed>")
     p.add_argument("--value", help="the study's knob value for this run (one of studies.<study>.values)")
-    p.add_argument("--params", default="params.yaml")
+    _add_params(p)
     p.add_argument("--out", default="runs", help="where grid runs are written")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.add_argument("--random-init-baseline", action="store_true",
@@ -169,27 +249,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", help="a key of `bimodal_studies`: the run is written to "
                                    "studies/<study>/<method>-<value>-s<seed>")
     p.add_argument("--value", help="the study's knob value for this run (one of bimodal_studies.<study>.values)")
-    p.add_argument("--params", default="params.yaml")
-    p.add_argument("--out", default="runs_bimodal")
+    _add_params(p)
+    p.add_argument("--out", default="runs_bimodal", help="where the runs are written")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.set_defaults(func=_train_bimodal)
 
     p = sub.add_parser("notebooks", help="build notebooks/*.ipynb from notebooks/src/*.py (or --check they match)")
-    p.add_argument("--source", default="notebooks/src")
-    p.add_argument("--dest", default="notebooks")
-    p.add_argument("--check", action="store_true")
+    p.add_argument("--source", default="notebooks/src", help="the percent-format scripts (jupytext)")
+    p.add_argument("--dest", default="notebooks", help="where the notebooks are written")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook differs from its source")
     p.set_defaults(func=_notebooks)
+
+    p = sub.add_parser("report", help="execute notebooks/<name>.ipynb with papermill into reports/<name>.ipynb, "
+                                      "without execution timestamps")
+    p.add_argument("name", help="the report, e.g. table1_unimodal")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                   help="a value for the notebook's parameters cell (repeatable), typed as papermill's -p types it")
+    p.add_argument("--notebooks", default="notebooks", help="the notebooks (and their sources in <notebooks>/src)")
+    p.add_argument("--reports", default="reports", help="where the executed notebook is written")
+    p.set_defaults(func=_report)
 
     p = sub.add_parser("report-index", help="render reports/<name>.ipynb to HTML; write reports/index.html + README.md")
     p.add_argument("names", nargs="+", help="report names, in the order shown")
-    p.add_argument("--params", default="params.yaml")
-    p.add_argument("--reports", default="reports")
+    _add_params(p)
+    p.add_argument("--reports", default="reports", help="the reports folder")
     p.set_defaults(func=_report_index)
+
+    p = sub.add_parser("pipeline", help="write dvc.yaml from params.yaml and the code's imports (or --check it)")
+    _add_params(p)
+    p.add_argument("--out", default="dvc.yaml", help="the pipeline file")
+    p.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
+    p.set_defaults(func=_pipeline)
+
+    p = sub.add_parser("convergence", help="EMC2's convergence and augmentation studies (emc2_convergence), "
+                                           "written to <out>/{convergence,augmentations}.csv")
+    _add_params(p)
+    p.add_argument("--out", default="runs_convergence", help="output folder")
+    p.set_defaults(func=_convergence)
 
     p = sub.add_parser("repro", help="`dvc repro` with up to --jobs stages at a time (see isogclr.repro)")
     p.add_argument("--jobs", type=int, default=2, help="stages at a time; 1 = plain `dvc repro` order")
     p.add_argument("--root", default=".", help="the DVC project")
     p.set_defaults(func=_repro)
+    for command in sub.choices.values():
+        command.formatter_class = _HelpFormatter
     return parser
 
 
@@ -198,8 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as err:
-        print(f"error in {getattr(args, 'params', 'params.yaml')}: {err}", file=sys.stderr)
+    except Exception as err:
+        config = sys.modules.get(f"{__package__}.config")  # a ConfigError was raised by the module, so it is loaded
+        if config is None or not isinstance(err, config.ConfigError):
+            raise
+        source = str(getattr(args, "params", "params.yaml"))
+        print(f"error: {err}" if str(err).startswith(source) else f"error in {source}: {err}", file=sys.stderr)
         return 2
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,55 @@ import yaml
 from .data import DATASETS
 from .data.augment import AugmentConfig
 from .data.fashion_mnist import FashionMnistMiniSpec
+from .data.streaming import STREAMS, StreamConfig
 from .data.synthetic import SyntheticSpec
 from .data.synthetic_pairs import PairSpec
 from .eval.linear_probe import ProbeConfig
-from .losses import LOSSES, MovingAverageConventions, build_loss
+from .losses import LOSSES, build_loss
 from .models import EncoderConfig, HeadConfig
-from .train.optim import OptimConfig
 
 TABLE_SECTIONS = ("table1", "table1_real", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """``train.optimizer`` in params.yaml. ``lr`` is the base rate; see ``lr_scaling``.
+
+    The warm-up is counted either in epochs (``warmup_epochs``, the papers' unit, may be
+    fractional) or in optimizer steps (``warmup_iters``, as the bimodal trainer counts it);
+    at most one of the two may be non-zero, so a params.yaml never says two different things.
+    """
+
+    name: str = "lars"
+    lr: float = 0.8
+    weight_decay: float = 1e-4
+    momentum: float = 0.9
+    lr_scaling: str = "none"  # "none", "linear" (lr * B / 256) or "sqrt" (lr * sqrt(B), SogCLR)
+    warmup_epochs: float = 10.0
+    warmup_iters: int = 0  # warm-up length in steps; needs warmup_epochs: 0
+    final_lr_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in ("lars", "sgd", "adamw"):
+            raise ValueError(f"train.optimizer.name must be lars, sgd or adamw, got {self.name!r}")
+        if self.lr_scaling not in ("none", "linear", "sqrt"):
+            raise ValueError(f"train.optimizer.lr_scaling must be none, linear or sqrt, got {self.lr_scaling!r}")
+        if self.lr <= 0 or self.weight_decay < 0 or self.warmup_epochs < 0:
+            raise ValueError(f"train.optimizer: need lr > 0, weight_decay >= 0, warmup_epochs >= 0, got {self}")
+        if isinstance(self.warmup_iters, bool) or not isinstance(self.warmup_iters, int) or self.warmup_iters < 0:
+            raise ValueError(f"train.optimizer.warmup_iters must be an integer >= 0, got {self.warmup_iters!r}")
+        if self.warmup_epochs and self.warmup_iters:
+            raise ValueError(f"train.optimizer.warmup_epochs ({self.warmup_epochs}) and train.optimizer.warmup_iters "
+                             f"({self.warmup_iters}) are both non-zero; set one of them to 0")
+
+    def warmup_steps(self, steps_per_epoch: int) -> int:
+        """The warm-up length in optimizer steps: ``warmup_iters``, or ``warmup_epochs`` epochs rounded to steps."""
+        return self.warmup_iters or round(self.warmup_epochs * steps_per_epoch)
+
+    def scaled_lr(self, batch_size: int) -> float:
+        return {"none": self.lr, "linear": self.lr * batch_size / 256, "sqrt": self.lr * math.sqrt(batch_size)}[
+            self.lr_scaling]
+
 
 
 class ConfigError(ValueError):
@@ -84,10 +126,9 @@ class MethodConfig:
     kwargs: dict[str, Any]
 
     def build(self, num_samples: int):
-        kwargs = dict(self.kwargs)
-        if "conventions" in kwargs:
-            kwargs["conventions"] = MovingAverageConventions(**kwargs["conventions"])
-        return build_loss(self.loss, num_samples, **kwargs)
+        # `convention` (preset) and `conventions` (a mapping of single switches) go to the loss as they are:
+        # the moving-average losses validate both and name the bad switch or value
+        return build_loss(self.loss, num_samples, **dict(self.kwargs))
 
 
 @dataclass(frozen=True)
@@ -105,20 +146,92 @@ class RunConfig:
     optimizer: OptimConfig
     train: TrainConfig
     probe: ProbeConfig
+    stream: StreamConfig | None = None  # train.stream, for a dataset with a streaming loader; None: in memory
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
+            del out["stream"]
+        return out
 
 
 def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
+    """params.yaml (or a profile) as a dict; a missing file or malformed YAML is a one-line ConfigError
+    naming the file, line and column."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
-    with path.open() as f:
-        params = yaml.safe_load(f)
+    try:
+        with path.open() as f:
+            params = yaml.safe_load(f)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context = getattr(err, "context", None)
+        raise ConfigError(f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")) from None
     if not isinstance(params, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return params
+
+
+def missing_datasets(params: dict[str, Any]) -> list[str]:
+    """The datasets the profile reads that are neither on disk nor generated by the pipeline.
+
+    One line each: the key that asks for the dataset, the path that is missing and how to get it.
+    The generated datasets (``synth*``, the Fashion-MNIST subset once its source is installed, the
+    default image-text pairs) are written by the pipeline's data stages and are not checked.
+    """
+    root = Path((params.get("data") or {}).get("root", "data"))
+    used: dict[str, str] = {}  # dataset -> the first key that asks for it
+    for section in (*TABLE_SECTIONS, "temperatures"):
+        for name in (params.get(section) or {}).get("datasets") or []:
+            used.setdefault(name, f"{section}.datasets")
+    for study, spec in (params.get("studies") or {}).items():
+        if isinstance(spec, dict) and spec.get("dataset"):
+            used.setdefault(spec["dataset"], f"studies.{study}.dataset")
+    by_problem: dict[str, list[str]] = {}  # e.g. cifar10 and cifar10_lt both need data/cifar-10-batches-py
+    for name, key in used.items():
+        problem = _dataset_missing(name, root)
+        if problem is not None:
+            by_problem.setdefault(problem, []).append(f"{key} {name}")
+    missing = [f"{', '.join(users)}: {problem}" for problem, users in by_problem.items()]
+    bimodal = params.get("bimodal")
+    if isinstance(bimodal, dict) and bimodal.get("methods"):
+        pairs = Path(bimodal.get("data", "data/synthetic_pairs"))
+        if pairs != root / "synthetic_pairs" and not pairs.is_dir():
+            missing.append(f"bimodal.data: {pairs} not found: arrange the image-text pairs as the generated folder is "
+                           "(train/captions.tsv, retrieval_*/dataset.json, zeroshot/), e.g. CC3M for the paper profile")
+    return missing
+
+
+def _dataset_missing(name: str, root: Path) -> str | None:
+    """What is missing for dataset ``name`` under ``root`` and how to get it; None when present or generated."""
+    from .data import cifar, fashion_mnist, folder, inaturalist, stl10
+
+    if name.startswith("cifar"):
+        classes = 100 if name.startswith("cifar100") else 10
+        path = root / cifar.FOLDERS[classes]
+        return None if path.is_dir() else f"{path} not found: {cifar._obtain_hint(root, classes)}"
+    if name.startswith("fashion_mnist"):
+        if name.startswith("fashion_mnist_mini") and (root / fashion_mnist.MINI_FOLDER).is_dir():
+            return None
+        searched = [fashion_mnist.raw_folder(root), root / "fashion_mnist", fashion_mnist.SYSTEM_DIR]
+        if any(all((d / f).is_file() or (d / f"{f}.gz").is_file() for f in fashion_mnist.FILES) for d in searched):
+            return None
+        return (f"Fashion-MNIST not found in {', '.join(map(str, searched))}: install it with "
+                f"`{fashion_mnist.INSTALL_HINT}`")
+    if name == "imagenet100":
+        if (root / "imagenet100").is_dir() or (root / "imagenet").is_dir():
+            return None
+        return f"{root / 'imagenet100'} (or {root / 'imagenet'}) not found: {folder.IMAGENET_HINT}"
+    if name == "inaturalist":
+        base = root / inaturalist.INATURALIST_FOLDER
+        return None if base.is_dir() else f"{base} not found: {inaturalist._hint(base)}"
+    if name.startswith("stl10"):
+        path = root / stl10.STL10_FOLDER
+        return None if path.is_dir() else f"{path} not found: {stl10._obtain_hint(root)}"
+    return None  # generated by the pipeline (synth*), or a dataset registered elsewhere: its loader says
 
 
 def _method(params: dict[str, Any], name: str) -> MethodConfig:
@@ -190,6 +303,8 @@ def validate_params(params: dict[str, Any]) -> None:
                 if value not in (table.get(key) or []):
                     raise ConfigError(f"temperatures.{key}: {value!r} is not in table1.{key} (its runs are reused)")
     _shared_sections(params)
+    for name in (params.get("train") or {}).get("by_dataset") or {}:
+        _shared_sections(_by_dataset(params, name))
     validate_bimodal(params)
     for name in params.get("studies") or {}:
         spec = study_spec(params, name)
@@ -215,6 +330,8 @@ def _shared_sections(params: dict[str, Any]) -> dict[str, Any]:
     model = params.get("model") or {}
     train = dict(params.get("train") or {})
     optimizer = train.pop("optimizer", {})
+    train.pop("by_dataset", None)  # applied by run_config (_by_dataset)
+    stream = train.pop("stream", None)
     return {
         "data_root": str((params.get("data") or {}).get("root", "data")),
         "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
@@ -223,14 +340,55 @@ def _shared_sections(params: dict[str, Any]) -> dict[str, Any]:
         "optimizer": _typed(OptimConfig, optimizer, "train.optimizer"),
         "train": _typed(TrainConfig, train, "train"),
         "probe": _typed(ProbeConfig, params.get("probe"), "probe"),
+        "stream": None if stream is None else _typed(StreamConfig, stream, "train.stream"),
     }
+
+
+def _by_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """``params`` with ``train.by_dataset.<dataset>`` applied: dotted keys of params.yaml set for every run on
+    ``dataset`` (the ImageNet-scale tables' encoder, batch, learning rate, resolution)."""
+    table = (params.get("train") or {}).get("by_dataset") or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"train.by_dataset: expected a mapping dataset -> {{dotted key: value}}, got {table!r}")
+    for name, settings in table.items():
+        if name not in DATASETS:
+            raise ConfigError(f"train.by_dataset.{name}: unknown dataset (registered: {sorted(DATASETS)})")
+        if not isinstance(settings, dict):
+            raise ConfigError(f"train.by_dataset.{name}: expected a mapping of dotted keys, got {settings!r}")
+    if not table.get(dataset):
+        return params
+    params = copy.deepcopy(params)
+    for key, value in table[dataset].items():
+        if key.startswith("train.by_dataset"):
+            raise ConfigError(f"train.by_dataset.{dataset}.{key}: cannot set train.by_dataset itself")
+        _set_dotted(params, key, value, f"train.by_dataset.{dataset}")
+    return params
+
+
+def pretraining_epochs(params: dict[str, Any], *, dataset: str | None = None, study: str | None = None) -> int:
+    """The pre-training epochs of the grid runs on ``dataset``, or of the runs of ``study``, as the runs
+    themselves resolve them (``train.epochs``, ``train.epochs_by_dataset``, a study's knob or overrides).
+
+    The reports ask this instead of re-deriving the rule.
+    """
+    if (dataset is None) == (study is None):
+        raise ValueError("give exactly one of dataset= or study=")
+    if study is not None:
+        spec = study_spec(params, study)
+        cfg = study_run_config(params, study, spec.methods[0], spec.values[0], spec.seeds[0])
+        return cfg.train.epochs
+    method = next(iter(params.get("methods") or {}))
+    return run_config(params, method, dataset, 0).train.epochs
 
 
 def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> RunConfig:
     """The resolved config of run (method, dataset, seed), validated."""
     if dataset not in DATASETS:
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
+    params = _by_dataset(params, dataset)
     sections = _shared_sections(params)
+    if sections["stream"] is not None and dataset not in STREAMS:
+        sections["stream"] = None  # the small sets stay in memory
     train = sections["train"]
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
     sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
@@ -247,6 +405,8 @@ class OneKnob:
     keys set for every run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or
     override) replaces ``train.epochs_by_dataset``. Runs are written to
     ``studies/<name>/<method>-<value>-s<seed>``, one namespace for ``studies`` and ``bimodal_studies``.
+    ``report`` names the report notebook that reads the study: the generated pipeline
+    (:mod:`isogclr.pipeline`) makes that report depend on the study's runs and parameters.
     """
 
     methods: tuple[str, ...]
@@ -254,6 +414,7 @@ class OneKnob:
     values: tuple
     seeds: tuple[int, ...] = (0,)
     overrides: dict[str, Any] | None = None
+    report: str = ""
 
     def __post_init__(self) -> None:
         if not self.methods or not self.values or not self.seeds:
@@ -315,6 +476,8 @@ def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str
         _set_dotted(params, key, setting, origin)
         if key == "train.epochs":
             params["train"].pop("epochs_by_dataset", None)
+        for settings in ((params.get("train") or {}).get("by_dataset") or {}).values():
+            (settings or {}).pop(key, None)  # the study's setting wins over a dataset's
     return params
 
 
@@ -395,9 +558,13 @@ class BimodalRunConfig:
     train: BimodalTrainConfig
     image_encoder: EncoderConfig
     text_encoder: Any  # models.text.TextEncoderConfig (imported lazily: transformers is slow to import)
+    stream: StreamConfig | None = None  # bimodal.stream: stream the training pairs (tsv or shards); None: in memory
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
+            del out["stream"]
+        return out
 
 
 BIMODAL_LISTS = ("methods", "seeds")
@@ -414,7 +581,7 @@ def _bimodal_sections(params: dict[str, Any]) -> tuple[BimodalTrainConfig, Encod
     if not isinstance(section, dict):
         raise ConfigError("bimodal: expected a mapping (the image-text runs' settings)")
     rest = {k: v for k, v in section.items() if k not in (*BIMODAL_LISTS, "paper_rows", "image_encoder",
-                                                               "text_encoder")}
+                                                               "text_encoder", "stream")}
     train = _typed(BimodalTrainConfig, rest, "bimodal")
     image = _typed(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
     text = _typed(TextEncoderConfig, section.get("text_encoder"), "bimodal.text_encoder")
@@ -465,8 +632,16 @@ def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> Bimoda
     train, image, text = _bimodal_sections(params)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
+    stream = (params.get("bimodal") or {}).get("stream")
+    stream = None if stream is None else _typed(StreamConfig, stream, "bimodal.stream")
+    if stream is not None and stream.image_size != train.image_size:
+        raise ConfigError(f"bimodal.stream.image_size: {stream.image_size} differs from bimodal.image_size "
+                          f"{train.image_size} (the training crop); set them equal")
+    if stream is not None and not text.pretrained:
+        raise ConfigError("bimodal.stream: streamed pairs need a pretrained tokenizer "
+                          "(bimodal.text_encoder.pretrained); a WordPiece trained here reads every caption first")
     return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=_bimodal_method(params, method),
-                            seed=int(seed), train=train, image_encoder=image, text_encoder=text)
+                            seed=int(seed), train=train, image_encoder=image, text_encoder=text, stream=stream)
 
 
 def bimodal_study_spec(params: dict[str, Any], name: str) -> BimodalStudySpec:

@@ -125,7 +125,15 @@ def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, st
 
 
 def repro(root: Path, jobs: int) -> int:
-    """Bring the pipeline of the DVC project at ``root`` up to date, ``jobs`` stages at a time."""
+    """Bring the pipeline of the DVC project at ``root`` up to date, ``jobs`` stages at a time.
+
+    ``dvc.yaml`` is first regenerated from ``params.yaml`` (:mod:`isogclr.pipeline`), so a profile copied
+    over params.yaml or a new study block runs with its own stages.
+    """
+    from .pipeline import main as write_pipeline
+
+    if write_pipeline(str(Path(root) / "params.yaml"), str(Path(root) / "dvc.yaml")):
+        return 1
     dvc = str(Path(sys.executable).parent / "dvc")
     t0 = time.perf_counter()
     upstream, to_run = stage_graph(root)

@@ -22,7 +22,7 @@ from scipy.stats import spearmanr
 from ..config import bimodal_run_id, bimodal_study_spec
 from .studies import study_run_path
 from .tables import cell, mean_std
-from .verdicts import Verdict, ordering
+from .verdicts import Verdict, compare, paper_difference, per_seed
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
                      "synth100": "CIFAR100"}
@@ -72,7 +72,8 @@ def budget_table(runs: pd.DataFrame, cells: list[tuple[str, str]], paper: pd.Dat
         for epochs in sorted(runs["epochs"].unique()):
             mine = runs[(runs.dataset == dataset) & (runs.metric == metric) & (runs.epochs == epochs)]
             stats = mean_std(mine, "value", by=("method",)).set_index("method")
-            table[f"ours {dataset} {metric} {epochs} ep"] = [cell(*stats.loc[m, ["mean", "std"]]) for m in table.index]
+            table[f"ours {dataset} {metric} {epochs} ep"] = [cell(*stats.loc[m, ["mean", "std", "seeds"]])
+                                                              for m in table.index]
     for (batch, epochs), theirs in paper.groupby(["batch_size", "epochs"]):
         top1 = theirs.set_index("method")["top1"]
         table[f"paper top1 b={batch} {epochs} ep"] = [f"{top1[r]:.1f}" if r in top1 else "—"
@@ -98,7 +99,7 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
         label = f"{dataset} ({counterpart or 'no counterpart'})"
         theirs = paper[paper["dataset"] == counterpart].set_index(["method", "metric"])
         for method in runs["method"].unique():
-            rows.append([cell(*stats.loc[(dataset, method, m), ["mean", "std"]]) for m in metrics])
+            rows.append([cell(*stats.loc[(dataset, method, m), ["mean", "std", "seeds"]]) for m in metrics])
             index.append((label, method, "ours"))
             row = paper_rows.get(method, method)
             if (row, metrics[0]) in theirs.index:
@@ -108,18 +109,20 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
                         index=pd.MultiIndex.from_tuples(index, names=["dataset", "method", "source"]))
 
 
-def mean_of(runs: pd.DataFrame, method: str, dataset: str, metric: str) -> tuple[float, float]:
-    """Our mean and std over seeds of one number."""
-    v = runs[(runs.method == method) & (runs.dataset == dataset) & (runs.metric == metric)]["value"]
-    return float(v.mean()), float(v.std()) if len(v) > 1 else 0.0
-
-
-def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, dataset: str,
-                     metric: str) -> Verdict:
-    """``better`` > ``worse`` on one of our numbers (mean over seeds; the seed spread is the noise)."""
-    a, sa = mean_of(runs, better, dataset, metric)
-    b, sb = mean_of(runs, worse, dataset, metric)
-    return ordering(f"{claim} [{dataset} {metric}]", better, a, worse, b, noise=max(sa, sb))
+def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, dataset: str, metric: str,
+                     paper: pd.DataFrame | None = None, paper_rows: dict[str, str] | None = None) -> Verdict:
+    """"``better`` beats ``worse``" on one of our numbers, paired by seed (:func:`.verdicts.compare`: mean
+    paired difference with its 95% t interval over seeds). The paper's effect is its ``better - worse`` on the
+    counterpart of ``dataset`` (``paper``: the transcribed Tables 2/5/6/7; ``paper_rows`` maps our method to
+    the paper's row), None where the paper has no such number."""
+    rows = paper_rows or {}
+    paper_effect = None if paper is None else paper_difference(
+        paper, rows.get(better, better), rows.get(worse, worse), dataset=PAPER_COUNTERPART.get(dataset),
+        metric=metric)
+    return compare(f"{claim} [{dataset} {metric}]", (better, per_seed(runs, "value", method=better,
+                                                                      dataset=dataset, metric=metric)),
+                   (worse, per_seed(runs, "value", method=worse, dataset=dataset, metric=metric)),
+                   paper_effect=paper_effect)
 
 
 def load_train_logs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:

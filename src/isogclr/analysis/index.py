@@ -17,12 +17,60 @@ import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
 
-from ..train.checkpoint import save_text
+from ..io import save_text
+from .tables import FIGURE_METADATA
+from .verdicts import STATUSES, count_statuses
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
-          "pre{background:#f6f6f6;padding:6px;overflow-x:auto}img{max-width:100%}\n")
-_MARK = {"held": "✅ held", "not held": "❌ not held", "not testable": "➖ not testable"}
+          "pre{background:#f6f6f6;padding:6px;overflow-x:auto}img{max-width:100%}"
+          "img.thumb{max-width:360px;border:1px solid #ccc}\n")
+_BACK = '<p><a href="../index.html">&larr; all reports</a></p>'  # on every report page, above and below
+# glyphs in common text fonts (DejaVu, Liberation), not emoji: a page renders without an emoji font
+_MARK = {"supported": "✓ supported", "contradicted": "✗ contradicted", "inconclusive": "? inconclusive",
+         "not testable": "– not testable"}
+assert tuple(_MARK) == STATUSES
+
+
+def _effect(r) -> str:  # noqa: ANN001
+    """A verdict row's effect with its interval, seeds and the paper's effect ("" where there is none)."""
+    if r.effect == "":
+        return ""
+    numbers = [x for x in (r.effect, r.ci_low, r.ci_high) if x != ""]
+    digits = 2 if max(abs(x) for x in numbers) >= 1 else 3  # one format for the effect and its bounds
+    text = f"{r.effect:+.{digits}f}"
+    if r.ci_low != "" and r.ci_high != "":
+        text += f" [{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}]"
+    notes = ([f"{int(r.n_seeds)} seeds"] if r.n_seeds != "" else ["exact"] if r.ci_low != "" else []) \
+        + ([f"paper {r.paper_effect:+.3g}"] if r.paper_effect != "" else [])
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def first_figure(notebook: Path, reports_dir: Path) -> str | None:
+    """The first figure a report shows (``figures/<name>.png``, relative to ``reports_dir``), if its file exists.
+
+    :func:`isogclr.analysis.tables.save_figure` names the file in the metadata of the inline image.
+    """
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            figure = output.get("metadata", {}).get("image/png", {}).get(FIGURE_METADATA)
+            if figure and (reports_dir / figure).is_file():
+                return figure
+    return None
+
+
+def _figures_as_files(nb, reports_dir: Path):  # noqa: ANN001, ANN202
+    """The page shows a saved figure from its file (``../figures/<name>.png``) instead of a copy in base64."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            figure = output.get("metadata", {}).get("image/png", {}).get(FIGURE_METADATA)
+            if figure and (reports_dir / figure).is_file():
+                output.metadata["filenames"] = {"image/png": f"../{figure}"}
+    return nb
 
 
 def notebook_title(path: Path) -> str:
@@ -39,37 +87,49 @@ def _verdicts(reports_dir: Path, name: str) -> pd.DataFrame:
     path = reports_dir / "verdicts" / f"{name}.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: the report notebook {name} must end with write_verdicts(...)")
-    return pd.read_csv(path).fillna("")
+    return pd.read_csv(path).astype(object).fillna("")  # "" where a verdict has no number
 
 
 def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None:
     reports_dir = Path(reports_dir)
     exporter = HTMLExporter(template_name="basic")
     save_text(_STYLE, reports_dir / "html" / "style.css")
-    sections_md, sections_html, counts = [], [], {s: 0 for s in _MARK}
+    sections_md, sections_html, counts = [], [], count_statuses([])
     for name in names:
         notebook = reports_dir / f"{name}.ipynb"
         if not notebook.exists():
             raise FileNotFoundError(f"{notebook} is missing: run `dvc repro` first")
-        body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
+        body, _ = exporter.from_notebook_node(_figures_as_files(nbformat.read(notebook, as_version=4), reports_dir))
         title, verdicts = notebook_title(notebook), _verdicts(reports_dir, name)
         save_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                  f"<link rel='stylesheet' href='style.css'></head><body>\n{body}\n</body></html>\n",
+                  f"<link rel='stylesheet' href='style.css'></head><body>\n{_BACK}\n{body}\n{_BACK}\n</body></html>\n",
                   reports_dir / "html" / f"{name}.html")
-        for status in verdicts["status"]:
-            counts[status] += 1
-        sections_md.append(f"## [{title}]({name}.ipynb)\n\nHTML: [html/{name}.html](html/{name}.html)\n\n"
-                           "| claim | verdict | evidence |\n|---|---|---|\n"
-                           + "".join(f"| {r.claim} | {_MARK[r.status]} | {r.evidence} |\n"
+        mine = count_statuses(verdicts["status"])
+        counts = {s: counts[s] + n for s, n in mine.items()}
+        figure = first_figure(notebook, reports_dir)
+        thumb_md = f"[![{title}]({figure})](html/{name}.html)\n\n" if figure else ""
+        thumb_html = (f'<a href="html/{name}.html"><img class="thumb" src="{html.escape(figure)}" '
+                      f'alt="{html.escape(title)}"></a>\n' if figure else "")
+        sections_md.append(f"## [{title}]({name}.ipynb)\n\nHTML: [html/{name}.html](html/{name}.html)\n\n{thumb_md}"
+                           f"{_summary(mine)}\n\n| claim | verdict | effect [95% CI] | evidence |\n|---|---|---|---|\n"
+                           + "".join(f"| {r.claim} | {_MARK[r.status]} | {_effect(r)} | {r.evidence} |\n"
                                      for r in verdicts.itertuples()))
         rows = "".join(f"<tr><td>{html.escape(r.claim)}</td><td>{_MARK[r.status]}</td>"
-                       f"<td>{html.escape(r.evidence)}</td></tr>" for r in verdicts.itertuples())
-        sections_html.append(f'<h2><a href="html/{name}.html">{html.escape(title)}</a></h2>\n'
-                             f"<table><tr><th>claim</th><th>verdict</th><th>evidence</th></tr>{rows}</table>")
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+                       f"<td>{html.escape(_effect(r))}</td><td>{html.escape(r.evidence)}</td></tr>"
+                       for r in verdicts.itertuples())
+        sections_html.append(f'<h2><a href="html/{name}.html">{html.escape(title)}</a></h2>\n{thumb_html}'
+                             f"<p>{_summary(mine)}</p>\n<table><tr><th>claim</th><th>verdict</th>"
+                             f"<th>effect [95% CI]</th><th>evidence</th></tr>{rows}</table>")
+    summary = _summary(counts)
     intro = (f"Reports of profile `{profile}`, each an executed notebook regenerated by `dvc repro`. "
-             f"Verdicts are computed by the notebooks from our runs ({summary}); at the mini scale they "
-             "test the direction of the papers' claims on small generated data, not their numbers.")
+             f"Verdicts are computed by the notebooks from our runs ({summary}). A claim's effect is signed "
+             "so that positive is the paper's direction (for a comparison: the mean over seeds of the paired "
+             "difference of two methods run with the same seed), with its 95% interval (Student t over seeds; "
+             "for a correlation, a bootstrap over samples per seed, and the seeds must agree in sign): supported "
+             "or contradicted when the interval excludes 0, inconclusive when it contains 0 (the evidence says "
+             "whether an effect of the paper's size could have been seen), not testable with one seed or no "
+             "counterpart at this scale. At the mini scale they test the direction of the papers' claims on "
+             "small generated data, not their numbers.")
     save_text(f"# isogclr reports\n\n{intro}\n\n" + "\n".join(sections_md), reports_dir / "README.md")
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>isogclr reports</title>"
             f"<link rel='stylesheet' href='html/style.css'></head><body>\n<h1>isogclr reports</h1>\n"

@@ -55,6 +55,16 @@ def collect_study(params: dict[str, Any], study: str, root: Path | str = "studie
     return pd.DataFrame(rows)
 
 
+def per_value(study: pd.DataFrame, method: str, metric: str = "top1") -> dict[Any, dict[int, float]]:
+    """``{value: {seed: metric}}`` of one method's runs in a study table (:func:`collect_study`), the input of
+    the paired-by-seed verdicts (:func:`isogclr.analysis.verdicts.knob_effect`)."""
+    rows = study[study["method"] == method]
+    if rows.empty:
+        raise ValueError(f"no run of {method!r} in this study (methods: {sorted(study['method'].unique())})")
+    return {value: {int(s): float(v) for s, v in zip(g["seed"], g[metric], strict=True)}
+            for value, g in rows.groupby("value", sort=True)}
+
+
 def study_curves(params: dict[str, Any], study: str, root: Path | str = "studies",
                  extra: Extra | None = None) -> pd.DataFrame:
     """Per-epoch logs of every run of a study, with the cumulative training time in seconds.

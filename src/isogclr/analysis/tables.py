@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..train.checkpoint import save_text
+from ..io import save_text
+
+MISSING = "—"  # a table's missing value in reports/tables/*.md
+FIGURE_METADATA = "isogclr_figure"  # key of an inline figure's output metadata: its file, relative to reports/
 
 # Our dataset -> the paper's dataset it stands in for (same role: balanced / long-tailed, 10 / 100 classes)
 PAPER_COUNTERPART = {
@@ -47,8 +50,14 @@ def collect_runs(runs_dir: Path | str, methods: list[str], datasets: list[str], 
     return pd.DataFrame(rows)
 
 
-def cell(mean: float, std: float | None = None) -> str:
-    """A table cell: ``mean ± std`` to two decimals, or the mean alone where there is no std (None or NaN)."""
+def cell(mean: float, std: float | None = None, n: int | None = None) -> str:
+    """A table cell to two decimals: ``mean ± std`` over ``n`` seeds.
+
+    One convention for a spread that does not exist: ``mean (n=1)`` for one seed (never ``± 0.00`` or
+    NaN); the mean alone where the source gives no spread (a paper's number without std: None or NaN).
+    """
+    if n is not None and n == 1:
+        return f"{mean:.2f} (n=1)"
     return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
 
 
@@ -70,7 +79,8 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, paper_rows: dict[str, 
     for dataset in ours["dataset"].unique():
         counterpart = PAPER_COUNTERPART.get(dataset)
         mine = ours[ours["dataset"] == dataset].set_index("method")
-        table[f"ours {dataset}"] = [cell(r["mean"], r["std"]) for _, r in mine.loc[table.index].iterrows()]
+        table[f"ours {dataset}"] = [cell(r["mean"], r["std"], r.get("seeds"))
+                                    for _, r in mine.loc[table.index].iterrows()]
         if counterpart is not None:
             theirs = paper[paper["dataset"] == counterpart].set_index("method")
             rows = [paper_rows.get(m, m) for m in table.index]
@@ -85,15 +95,31 @@ def _paper_cell(paper: pd.DataFrame, row: str) -> str:
 
 
 def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:
-    """``<stem>.md`` (caption + markdown table) and ``<stem>.csv``, written atomically."""
+    """``<stem>.md`` (caption + markdown table, a missing value shown as ``—``) and ``<stem>.csv``, atomically."""
     stem = Path(stem)
-    save_text(f"{caption}\n\n{table.to_markdown()}\n", stem.with_suffix(".md"))
+    save_text(f"{caption}\n\n{table.to_markdown(missingval=MISSING)}\n", stem.with_suffix(".md"))
     save_text(table.to_csv(), stem.with_suffix(".csv"))
 
 
-def save_figure(fig, reports_dir: Path | str, name: str) -> Path:
-    """``<reports_dir>/figures/<name>.png`` at 100 dpi, without a software/timestamp tag (reruns are byte-stable)."""
+def save_figure(fig, reports_dir: Path | str, name: str) -> None:
+    """Write ``<reports_dir>/figures/<name>.png`` and show it inline when run in a notebook.
+
+    100 dpi, without a software/timestamp tag (reruns are byte-stable). The notebook shows the very bytes
+    of the file (an ``image/png`` output whose metadata names the file, ``figures/<name>.png``, which the
+    reports index uses as the report's thumbnail); the figure is then closed, so no backend shows it again.
+    """
+    import matplotlib.pyplot as plt
+
     path = Path(reports_dir) / "figures" / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, metadata={"Software": None})
-    return path
+    plt.close(fig)
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        from IPython.display import Image, display
+
+        display(Image(data=path.read_bytes(), format="png",
+                      metadata={FIGURE_METADATA: path.relative_to(Path(reports_dir)).as_posix()}))

@@ -7,10 +7,14 @@ frequency is known exactly: the number of training samples of its class.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 from scipy.stats import spearmanr
+
+from .verdicts import Verdict, correlation
 
 
 def load_temperatures(runs_dir: Path | str, run_ids: list[str]) -> pd.DataFrame:
@@ -40,6 +44,18 @@ def frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
             "tau_mean": df["tau"].mean(), "tau_std": df["tau"].std(),
         })
     return pd.DataFrame(rows)
+
+
+def frequency_verdict(taus: pd.DataFrame, claim: str, runs: Mapping[int, str]) -> Verdict:
+    """The claim "frequent semantics learn larger tau" on the runs ``{seed: run id}`` of one method and dataset:
+    per seed, Spearman(tau, class frequency) over samples with a seeded bootstrap interval over samples; the
+    seeds must agree in sign (:func:`.verdicts.correlation`). The class-mean correlations are in the evidence."""
+    per_run = {seed: taus[taus["run"] == rid] for seed, rid in runs.items()}
+    verdict = correlation(claim, {seed: (df["tau"], df["class_frequency"]) for seed, df in per_run.items()},
+                          what="Spearman(tau, class frequency) over samples")
+    means = frequency_correlation(pd.concat(per_run.values())).set_index("run")["spearman_class_means"]
+    return replace(verdict, evidence=verdict.evidence + "; over class means: " + ", ".join(
+        f"seed {seed} {means[rid]:+.3f}" for seed, rid in runs.items()))
 
 
 def extreme_class_distribution(taus: pd.DataFrame, k: int) -> pd.DataFrame:

@@ -1,48 +1,300 @@
-"""Per-claim verdicts of a report: held / not held / not testable at this scale, with the evidence.
+"""Per-claim verdicts of a report, computed from the runs' numbers with their uncertainty, never typed.
 
-Every report notebook ends by writing its verdicts to ``reports/verdicts/<report>.csv``;
-the index stage (:mod:`isogclr.analysis.index`) gathers them into ``reports/index.html`` and
-``reports/README.md``. A verdict is computed from the numbers the report shows, never typed in.
+Four statuses (:data:`STATUSES`), one rule (:func:`status_of`) applied to a 95% confidence interval of an
+effect signed so that positive is the paper's direction:
+
+* **supported**: the interval lies above 0;
+* **contradicted**: the interval lies below 0;
+* **inconclusive**: the interval contains 0 (a tie included); the evidence gives the interval beside the
+  paper's own effect, and whether an effect of the paper's size could have been detected (half-width of
+  our interval < |paper's effect|);
+* **not testable**: one seed (no interval over seeds), no counterpart at this scale, or a missing run,
+  with the reason.
+
+Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :func:`effect` (any per-seed
+difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
+(sensitive / insensitive to a hyper-parameter), :func:`correlation` (Spearman with a bootstrap interval over
+samples per seed; the seeds must agree in sign), :func:`exact` (a deterministic computation, no seeds) and
+:func:`not_testable`. Every report notebook ends with :func:`write_verdicts`
+(``reports/verdicts/<report>.csv``); the index stage (:mod:`isogclr.analysis.index`) gathers them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from ..train.checkpoint import save_text
+from ..io import save_text
+from .stats import Interval, bootstrap_spearman, paired_differences, t_interval
 
-STATUSES = ("held", "not held", "not testable")
+STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
+COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "evidence")
+LEVEL = 0.95
+
+Numbers = Mapping[Any, float]  # seed -> one number of one run
 
 
 @dataclass(frozen=True)
 class Verdict:
-    claim: str  # the paper's claim, in one line
-    status: str  # one of STATUSES
-    evidence: str  # our numbers (and the paper's), and why
+    """One claim's status, the evidence in words, and the numbers: our effect (positive = the paper's
+    direction) with its interval, the seeds it rests on (None for an exact computation) and the paper's effect."""
+
+    claim: str
+    status: str
+    evidence: str
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n_seeds: int | None = None
+    paper_effect: float | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if not self.evidence:
+            raise ValueError(f"verdict {self.claim!r} has no evidence (a reason is required)")
+        if self.status in ("supported", "contradicted"):
+            if self.ci_low is None or self.ci_high is None:
+                raise ValueError(f"{self.status!r} needs an interval ({self.claim!r})")
+            if self.n_seeds is not None and self.n_seeds < 2:
+                raise ValueError(f"{self.status!r} cannot rest on {self.n_seeds} seed(s) ({self.claim!r})")
+            if self.ci_low <= 0 <= self.ci_high:
+                raise ValueError(f"{self.status!r} with an interval containing 0: [{self.ci_low}, {self.ci_high}] "
+                                 f"({self.claim!r})")
 
 
-def ordering(claim: str, better: str, a: float, worse: str, b: float, noise: float = 0.0,
-             unit: str = "%") -> Verdict:
-    """"``better`` > ``worse``": held when a > b; the evidence says whether the gap exceeds ``noise``.
+def status_of(interval: Interval | None) -> str:
+    """The one rule: no interval (fewer than 2 seeds) -> not testable; above 0 -> supported; below 0 ->
+    contradicted; containing 0 (ties included) -> inconclusive."""
+    if interval is None:
+        return "not testable"
+    return {1: "supported", -1: "contradicted", 0: "inconclusive"}[interval.sign()]
 
-    ``noise`` is the seed spread (the larger std of the two), 0 when there is one seed.
-    """
-    gap = a - b
-    spread = (f"gap {gap:+.2f} within the seed spread {noise:.2f}" if abs(gap) <= noise
-              else f"gap {gap:+.2f}" + (f" > seed spread {noise:.2f}" if noise else " (one seed, no spread)"))
-    evidence = f"{better} {a:.2f}{unit} vs {worse} {b:.2f}{unit}; {spread}"
-    return Verdict(claim, "held" if gap > 0 else "not held", evidence)
+
+def _fmt(x: float, unit: str) -> str:
+    """Points (or any unit) to 2 decimals; a unit-less number (a temperature, a correlation) to 3 significant."""
+    return f"{x:+.2f} {unit}" if unit else f"{x:+.3g}"
+
+
+def _paper_statement(interval: Interval | None, paper_effect: float | None, unit: str) -> str:
+    """The paper's effect beside ours; for an interval containing 0, could one of the paper's size be seen?"""
+    if paper_effect is None or (isinstance(paper_effect, float) and math.isnan(paper_effect)):
+        return "paper: no number for this comparison"
+    said = f"paper: {_fmt(paper_effect, unit)}"
+    if interval is None or interval.sign() != 0:
+        return said
+    half = f"{interval.half_width:.2f}" if unit else f"{interval.half_width:.3g}"
+    if interval.half_width >= abs(paper_effect):
+        return f"{said}; our half-width {half} >= |paper's effect|: could not detect an effect of the paper's size"
+    return f"{said}; our half-width {half} < |paper's effect|: an effect of the paper's size would have been detected"
+
+
+def _interval_text(interval: Interval, unit: str) -> str:
+    """"+1.10 points, 95% CI [-0.50, +2.70] (3 seeds)": the bounds in the estimate's format, without the unit."""
+    low, high = (f"{x:+.2f}" if unit else _fmt(x, "") for x in (interval.low, interval.high))
+    return f"{_fmt(interval.estimate, unit)}, {interval.level:.0%} CI [{low}, {high}] ({interval.n} seeds)"
+
+
+def effect(claim: str, differences: Numbers, *, what: str, paper_effect: float | None = None,
+           unit: str = "points", detail: str = "") -> Verdict:
+    """A claim whose per-seed effect is ``differences[seed]`` (positive = the paper's direction, e.g. the
+    paired difference iSogCLR - SimCLR of one seed). Statistic: the mean over seeds with its 95% Student-t
+    interval (n - 1 degrees of freedom); fewer than 2 seeds: not testable. ``what`` names the difference,
+    ``detail`` (optional) is prepended to the evidence."""
+    values = {s: float(v) for s, v in differences.items()}
+    head = f"{detail}; " if detail else ""
+    pe = None if paper_effect is None or pd.isna(paper_effect) else float(paper_effect)
+    if len(values) < 2:
+        reason = ("no seed has both runs" if not values else
+                  f"one seed ({next(iter(values))}): {what} {_fmt(next(iter(values.values())), unit)}, no interval")
+        return Verdict(claim, "not testable", f"{head}{reason}; {_paper_statement(None, pe, unit)}",
+                       effect=next(iter(values.values()), None), n_seeds=len(values), paper_effect=pe)
+    interval = t_interval(values, LEVEL)
+    status = status_of(interval)
+    tie = " (a tie)" if interval.low == interval.high == 0 else ""
+    return Verdict(claim, status, f"{head}{what}: {_interval_text(interval, unit)}{tie}; "
+                                  f"{_paper_statement(interval, pe, unit)}",
+                   effect=interval.estimate, ci_low=interval.low, ci_high=interval.high, n_seeds=interval.n,
+                   paper_effect=pe)
+
+
+def compare(claim: str, better: tuple[str, Numbers], worse: tuple[str, Numbers], *,
+            paper_effect: float | None = None, unit: str = "points") -> Verdict:
+    """"``better`` beats ``worse``" (the paper's direction), paired by seed: the effect is the mean over the
+    seeds both have of ``better[seed] - worse[seed]``, with its 95% Student-t interval (see :func:`effect`).
+
+    ``better`` and ``worse`` are ``(name, {seed: number})``; ``paper_effect`` is the paper's
+    ``better - worse`` (e.g. from :func:`paper_difference`)."""
+    (a_name, a), (b_name, b) = better, worse
+    diffs = paired_differences(a, b)
+    seeds = list(diffs)
+
+    def mean(x: Numbers) -> str:
+        m = sum(x[s] for s in seeds) / len(seeds)
+        return f"{m:.2f}" if unit else f"{m:.3g}"
+
+    means = (f"{a_name} {mean(a)} vs {b_name} {mean(b)} (seeds {seeds})" if seeds else
+             f"{a_name} seeds {sorted(a)} vs {b_name} seeds {sorted(b)}")
+    return effect(claim, diffs, what=f"{a_name} - {b_name}", paper_effect=paper_effect, unit=unit, detail=means)
+
+
+def combine(claim: str, parts: list[Verdict]) -> Verdict:
+    """A claim that needs every part (e.g. "A beats B and C"): contradicted if any part is; else not testable
+    if any part is; else supported if every part is; else inconclusive. The numbers are the binding part's
+    (the smallest effect among the parts with that status)."""
+    if not parts:
+        raise ValueError(f"combine({claim!r}) got no parts")
+    for status in ("contradicted", "not testable", "inconclusive", "supported"):
+        chosen = [p for p in parts if p.status == status]
+        if chosen:
+            break
+    binding = min(chosen, key=lambda p: math.inf if p.effect is None else p.effect)
+    evidence = " | ".join(f"{p.claim}: {p.status}, {p.evidence}" for p in parts)
+    return replace(binding, claim=claim, status=status, evidence=evidence)
+
+
+def best_of(claim: str, claimed: tuple[str, Numbers], rivals: Mapping[str, Numbers], *,
+            paper_effects: Mapping[str, float] | None = None, unit: str = "points") -> Verdict:
+    """"``claimed`` beats every rival": one paired :func:`compare` per rival, combined by :func:`combine`
+    (supported only when every interval lies above 0)."""
+    name = claimed[0]
+    if not rivals:
+        return not_testable(claim, f"{name} has no rival at this scale")
+    return combine(claim, [compare(f"vs {r}", claimed, (r, v), unit=unit,
+                                   paper_effect=(paper_effects or {}).get(r)) for r, v in rivals.items()])
+
+
+def knob_effect(claim: str, by_value: Mapping[Any, Numbers], *, tolerance: float, sensitive: bool,
+                paper_effect: float | None = None, unit: str = "points", knob: str = "value") -> Verdict:
+    """Whether a hyper-parameter moves the result by more than ``tolerance``. For every pair of values, the
+    paired-by-seed difference (oriented so that its mean is >= 0) with its 95% t interval [lo, hi]: the pair
+    "differs" when lo > tolerance, is "equivalent" when -tolerance < lo and hi < tolerance.
+    ``sensitive=True`` (the paper says the knob matters): supported if some pair differs, contradicted if every
+    pair is equivalent; ``sensitive=False``: the reverse; otherwise inconclusive. Not testable with fewer than
+    2 values or 2 shared seeds. The effect reported is ``|difference| - tolerance`` (sensitive) or
+    ``tolerance - |difference|`` (insensitive) of the binding pair, so that its interval's sign is the status."""
+    if tolerance <= 0:
+        raise ValueError(f"tolerance must be > 0, got {tolerance}")
+    values = list(by_value)
+    means = ", ".join(f"{k}: {sum(x.values()) / len(x):.2f}" for k, x in by_value.items() if x)
+    paper = "paper: no number" if paper_effect is None else f"paper's range {_fmt(paper_effect, unit)}"
+    if len(values) < 2:
+        return not_testable(claim, f"only {knob} {values}; {paper}")
+    pairs = {}
+    for u, v in combinations(values, 2):
+        diffs = paired_differences(by_value[u], by_value[v])
+        if len(diffs) < 2:
+            return Verdict(claim, "not testable", f"{len(diffs)} seed(s) shared by {knob} {u} and {v}, no "
+                                                  f"interval; mean per {knob}: {means}; {paper}",
+                           n_seeds=len(diffs), paper_effect=paper_effect)
+        i = t_interval(diffs, LEVEL)
+        pairs[(u, v) if i.estimate >= 0 else (v, u)] = i if i.estimate >= 0 else \
+            Interval(-i.estimate, -i.high, -i.low, i.n, i.level)
+    differs = [p for p, i in pairs.items() if i.low > tolerance]
+    equivalent = all(-tolerance < i.low and i.high < tolerance for i in pairs.values())
+    # binding pair: the most different one (largest lo) if some pair differs, else the largest hi; its interval
+    # shifted by the tolerance lies above 0 exactly when the claim holds and below 0 exactly when it fails
+    (u, v), w = max(pairs.items(), key=lambda kv: kv[1].low if differs else kv[1].high)
+    signed = (Interval(w.estimate - tolerance, w.low - tolerance, w.high - tolerance, w.n, w.level) if sensitive
+              else Interval(tolerance - w.estimate, tolerance - w.high, tolerance - w.low, w.n, w.level))
+    status = status_of(signed)
+    evidence = (f"mean per {knob}: {means}; binding pair {knob} {u} - {v}: {_interval_text(w, unit)}; tolerance "
+                f"±{tolerance:g}; pairs beyond it: {[f'{a}/{b}' for a, b in differs] or 'none'}; every pair within "
+                f"it: {'yes' if equivalent else 'no'}; effect = "
+                + ("|difference| - tolerance" if sensitive else "tolerance - |difference|") + f"; {paper}")
+    return Verdict(claim, status, evidence, effect=signed.estimate, ci_low=signed.low, ci_high=signed.high,
+                   n_seeds=signed.n, paper_effect=paper_effect)
+
+
+def correlation(claim: str, samples: Mapping[Any, tuple[Iterable[float], Iterable[float]]], *, what: str,
+                paper_effect: float | None = None, n_boot: int = 1000, seed: int = 0) -> Verdict:
+    """"``x`` grows with ``y``": per seed, Spearman's rho over the run's samples with a seeded 95% percentile
+    bootstrap interval over samples (:func:`~isogclr.analysis.stats.bootstrap_spearman`). Supported when every
+    seed's interval lies above 0, contradicted when every one lies below 0 (the seeds agree in sign);
+    otherwise inconclusive (the evidence says whether the seeds' signs disagree); one seed: not testable.
+    Reported: the mean rho over seeds and the hull of the seeds' intervals."""
+    by_seed = {s: bootstrap_spearman(list(x), list(y), n_boot=n_boot, seed=seed) for s, (x, y) in samples.items()}
+    if not by_seed:
+        return not_testable(claim, "no run")
+    listing = "; ".join(f"seed {s}: rho {i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}] over {i.n} samples"
+                        for s, i in by_seed.items())
+    said = "paper: no number" if paper_effect is None else f"paper: {paper_effect:+.3f}"
+    mean = sum(i.estimate for i in by_seed.values()) / len(by_seed)
+    low, high = min(i.low for i in by_seed.values()), max(i.high for i in by_seed.values())
+    if len(by_seed) < 2:
+        return Verdict(claim, "not testable", f"{what}, {listing}; one seed: agreement across seeds cannot be "
+                                              f"checked; {said}", effect=mean, n_seeds=1, paper_effect=paper_effect)
+    # the hull of the seeds' intervals excludes 0 exactly when every seed's does, on the same side
+    status = status_of(Interval(mean, low, high, len(by_seed)))
+    estimates = {math.copysign(1, i.estimate) for i in by_seed.values() if i.estimate != 0}
+    agree = "the seeds agree in sign" if len(estimates) <= 1 else "the seeds disagree in sign"
+    return Verdict(claim, status, f"{what}, {listing}; {agree}; {said}", effect=mean, ci_low=low, ci_high=high,
+                   n_seeds=len(by_seed), paper_effect=paper_effect)
+
+
+def exact(claim: str, margin: float, evidence: str, *, paper_effect: float | None = None) -> Verdict:
+    """A claim about a deterministic computation (a closed form, an exact optimum: no seed, no sampling), whose
+    ``margin`` is positive when the claim holds: supported if > 0, contradicted if < 0, inconclusive at 0.
+    Not for trained runs: those go through :func:`compare` / :func:`effect`."""
+    margin = float(margin)
+    evidence = f"{evidence}; exact computation (no seeds), margin {margin:+.4g}"
+    return Verdict(claim, status_of(Interval(margin, margin, margin, 0)), evidence, effect=margin, ci_low=margin,
+                   ci_high=margin, paper_effect=paper_effect)
+
+
+def not_testable(claim: str, reason: str) -> Verdict:
+    """A claim with no data-driven test at this scale, with the reason."""
+    return Verdict(claim, "not testable", reason)
+
+
+def per_seed(frame: pd.DataFrame, column: str = "top1", /, **where: Any) -> dict[int, float]:
+    """``{seed: column}`` of the rows of ``frame`` matching ``where`` (column name = value; any column, since
+    ``frame`` and ``column`` are positional); a ValueError names the filter when none or several rows per seed
+    match."""
+    rows = frame
+    for col, val in where.items():
+        rows = rows[rows[col] == val]
+    if rows.empty:
+        raise ValueError(f"no row with {where} (columns {list(frame.columns)})")
+    if rows["seed"].duplicated().any():
+        raise ValueError(f"several rows per seed with {where}: add a filter")
+    return {int(s): float(v) for s, v in zip(rows["seed"], rows[column], strict=True)}
+
+
+def paper_difference(table: pd.DataFrame, better: Any, worse: Any, /, *, rows_by: str = "method",
+                     number: str = "mean", **where: Any) -> float | None:
+    """The paper's ``better - worse`` of column ``number`` in a transcribed table, between the rows whose
+    ``rows_by`` is ``better`` / ``worse`` among those matching ``where``; None when the paper has no such row."""
+    rows = table
+    for col, val in where.items():
+        rows = rows[rows[col] == val]
+    a, b = rows[rows[rows_by] == better][number], rows[rows[rows_by] == worse][number]
+    return float(a.iloc[0]) - float(b.iloc[0]) if len(a) and len(b) else None
+
+
+def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
+    """How many of each status (every status listed, in :data:`STATUSES` order); an unknown one is an error."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for s in statuses:
+        if s not in counts:
+            raise ValueError(f"unknown verdict status {s!r} (expected one of {STATUSES})")
+        counts[s] += 1
+    return counts
+
+
+def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
+    """The verdicts as a table with :data:`COLUMNS` (the CSV's)."""
+    return pd.DataFrame([asdict(v) for v in verdicts], columns=list(COLUMNS)).astype({"n_seeds": "Int64"})
 
 
 def write_verdicts(verdicts: list[Verdict], reports_dir: Path | str, report: str) -> pd.DataFrame:
-    """Write ``<reports_dir>/verdicts/<report>.csv`` (atomically) and return the table for display."""
-    table = pd.DataFrame([asdict(v) for v in verdicts], columns=["claim", "status", "evidence"])
-    save_text(table.to_csv(index=False), Path(reports_dir) / "verdicts" / f"{report}.csv")
+    """Write ``<reports_dir>/verdicts/<report>.csv`` (atomically, 4 significant digits); return the table."""
+    table = verdict_table(verdicts)
+    save_text(table.to_csv(index=False, float_format="%.4g"), Path(reports_dir) / "verdicts" / f"{report}.csv")
     return table

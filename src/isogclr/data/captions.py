@@ -7,7 +7,7 @@ Three sources, each returning :class:`CaptionData` (images resized + centre-crop
   test images with five captions each; images under ``image_root/<filepath>/<filename>``;
 - :func:`load_caption_tsv`: a CC3M-style file of ``caption<TAB>image path`` lines;
 - :func:`load_webdataset_tar`: webdataset shards (tar files of ``KEY.jpg`` + ``KEY.txt`` members),
-  read with the standard library only.
+  read with the ``webdataset`` library (:mod:`isogclr.data.webdataset`, which also streams them).
 
 Images that are missing or cannot be decoded are skipped (with their captions), counted in
 ``CaptionData.skipped`` and reported in one warning per call. These are not in the image registry.
@@ -15,9 +15,7 @@ Images that are missing or cannot be decoded are skipped (with their captions), 
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +28,6 @@ from PIL import Image
 from .folder import load_square_rgb
 
 KARPATHY_URL = "https://cs.stanford.edu/people/karpathy/deepimagesent/"
-IMAGE_SUFFIXES = ("jpg", "jpeg", "png", "webp")
 _UNREADABLE = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
 
 
@@ -135,31 +132,8 @@ def load_caption_tsv(tsv_path: Path | str, image_root: Path | str | None = None,
 
 
 def load_webdataset_tar(shards: Path | str | Iterable[Path | str], size: int = 64) -> CaptionData:
-    """Samples of webdataset tar shards: members ``KEY.<jpg|jpeg|png|webp>`` and ``KEY.txt`` share a key
-    (the member name up to its first dot after the last slash). Keys lacking an image or a caption,
-    and undecodable images, are skipped and counted. Samples keep the shard and member order."""
-    paths = [Path(shards)] if isinstance(shards, str | Path) else [Path(s) for s in shards]
-    builder = _Builder(size, ", ".join(str(p) for p in paths))
-    for path in paths:
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: webdataset shards are written by e.g. img2dataset "
-                                    "with --output_format webdataset")
-        samples: dict[str, dict[str, bytes]] = {}
-        with tarfile.open(path, "r:*") as tar:
-            for member in tar:
-                if not member.isfile():
-                    continue
-                folder, _, base = member.name.rpartition("/")
-                stem, dot, ext = base.partition(".")
-                if not dot:
-                    continue
-                key = f"{folder}/{stem}" if folder else stem
-                samples.setdefault(key, {})[ext.lower()] = tar.extractfile(member).read()
-        for key, parts in samples.items():
-            image = next((parts[s] for s in IMAGE_SUFFIXES if s in parts), None)
-            if image is None or "txt" not in parts:
-                builder.bad.append(f"{path}:{key}")
-                continue
-            caption = parts["txt"].decode("utf-8").strip()
-            builder.add(f"{path.name}:{key}", lambda b=image: io.BytesIO(b), [caption])
-    return builder.build()
+    """Webdataset shards decoded into memory; read with the ``webdataset`` library
+    (:func:`isogclr.data.webdataset.load_webdataset_tar`; streaming: :func:`isogclr.data.webdataset.shard_loader`)."""
+    from .webdataset import load_webdataset_tar as read
+
+    return read(shards, size)

@@ -113,11 +113,20 @@ def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence
                            {"path": [str(p.relative_to(split_dir)) for p, _ in items]})
 
 
-@register_dataset("imagenet100")
-def load_imagenet100(root: Path, split: str) -> ImageData:
+def imagenet100_split(root: Path | str, split: str) -> tuple[Path, str]:
+    """(folder, hint) of ImageNet-100's split: ``<root>/imagenet100`` if it exists, else ``<root>/imagenet``;
+    ``train`` -> ``train/``, ``test`` -> ``val/``."""
     base = Path(root) / "imagenet100"
     if not base.is_dir():
         base = Path(root) / "imagenet"
-    return image_folder(base, "train" if split == "train" else "val", size=IMAGENET100_SIZE,
-                        classes=read_class_list("imagenet100"),
-                        source=f"{IMAGENET_HINT}; expected {Path(root) / 'imagenet100'} or {Path(root) / 'imagenet'}")
+    hint = f"{IMAGENET_HINT}; expected {Path(root) / 'imagenet100'} or {Path(root) / 'imagenet'}"
+    return base / ("train" if split == "train" else "val"), hint
+
+
+@register_dataset("imagenet100")
+def load_imagenet100(root: Path, split: str) -> ImageData:
+    """In memory at ``IMAGENET100_SIZE`` pixels (the mini scale); the paper's 224 pixels stream
+    (:mod:`isogclr.data.streaming`, ``train.stream`` in params.yaml)."""
+    folder, hint = imagenet100_split(root, split)
+    return image_folder(folder.parent, folder.name, size=IMAGENET100_SIZE, classes=read_class_list("imagenet100"),
+                        source=hint)

@@ -4,6 +4,7 @@ The layout is the one :func:`~isogclr.data.synthetic_pairs.write_synthetic_pairs
 (CC3M, MSCOCO / Flickr30K Karpathy test splits, CIFAR / ImageNet zero-shot sets) can be arranged in it::
 
     root/train/captions.tsv                 caption<TAB>image path (load_caption_tsv), the training pairs
+    root/train/shard-*.tar                  or, streamed only: webdataset shards + sizes.json (data/webdataset.py)
     root/train/meta.csv                     optional: image, cluster, cluster_frequency, mismatched (generated data)
     root/retrieval_<name>/dataset.json      Karpathy JSON, split "test", images under retrieval_<name>/
     root/zeroshot/<name>/images.npz         ``images`` uint8 (N, H, W, 3), ``labels`` (N,)
@@ -24,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from .captions import CaptionData, load_caption_tsv, load_karpathy
+from .streaming import LoaderSpec, caption_tsv_stream, epoch_loader
 
 
 @dataclass
@@ -78,9 +80,20 @@ def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
     return [by_image.get(image_id, missing) for image_id in train.image_ids]
 
 
-def load_pairs_folder(root: Path | str, size: int) -> PairsFolder:
-    """The training pairs, every ``retrieval_*`` set and every ``zeroshot/*`` set of ``root`` at ``size`` pixels."""
+def load_pairs_folder(root: Path | str, size: int, train: bool = True) -> PairsFolder:
+    """The training pairs, every ``retrieval_*`` set and every ``zeroshot/*`` set of ``root`` at ``size`` pixels.
+
+    ``train=False``: the evaluation sets only (``PairsFolder.train`` empty), for runs that stream the training
+    pairs (:class:`TrainPairsStream`).
+    """
     root = Path(root)
+    if not train:
+        retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
+                     for p in sorted(root.glob("retrieval_*/dataset.json"))}
+        zeroshot = {p.parent.name: load_zeroshot(p.parent, size) for p in sorted(root.glob("zeroshot/*/images.npz"))}
+        empty = CaptionData(torch.zeros((0, 3, size, size), dtype=torch.uint8), [], torch.zeros(0, dtype=torch.int64),
+                            [])
+        return PairsFolder(empty, [], retrieval, zeroshot)
     if not (root / "train" / "captions.tsv").is_file():
         raise FileNotFoundError(f"{root / 'train' / 'captions.tsv'} not found: generate the data with "
                                 f"`python -m isogclr synthetic-pairs --out {root}` (or arrange real data as "
@@ -90,3 +103,43 @@ def load_pairs_folder(root: Path | str, size: int) -> PairsFolder:
                  for p in sorted(root.glob("retrieval_*/dataset.json"))}
     zeroshot = {p.parent.name: load_zeroshot(p.parent, size) for p in sorted(root.glob("zeroshot/*/images.npz"))}
     return PairsFolder(train, _train_meta(train, root / "train" / "meta.csv"), retrieval, zeroshot)
+
+
+
+class TrainPairsStream:
+    """The training pairs of a pairs folder, streamed (one process): ``train/*.tar`` webdataset shards if there
+    are any, else ``train/captions.tsv``; ``epoch(e, start)`` yields the epoch's batches
+    ``(images uint8 (B, 3, S, S), captions, dataset index (B,))`` from batch ``start`` on, decoded and augmented
+    (``transform``) in ``num_workers`` worker processes. Every pair is visited once per epoch (but the last
+    ``len % batch_size``)."""
+
+    def __init__(self, root: Path | str, transform, batch_size: int, seed: int, num_workers: int,
+                 prefetch_factor: int = 4, pin_memory: bool = False) -> None:
+        from .webdataset import shard_sizes
+
+        train = Path(root) / "train"
+        self.shards = sorted(str(p) for p in train.glob("*.tar"))
+        if self.shards:
+            self.pairs, self.n = None, sum(shard_sizes(self.shards).values())
+        elif (train / "captions.tsv").is_file():
+            self.pairs = caption_tsv_stream(train / "captions.tsv", transform)
+            self.n = len(self.pairs)
+        else:
+            raise FileNotFoundError(f"neither webdataset shards {train}/*.tar nor {train / 'captions.tsv'} found "
+                                    "(see isogclr/data/pairs_folder.py for the layout)")
+        self.transform, self.batch_size, self.seed = transform, batch_size, seed
+        self.spec = LoaderSpec(batch_size, num_workers, prefetch_factor, pin_memory)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def epoch(self, epoch: int, start: int = 0):
+        if self.pairs is not None:
+            return iter(epoch_loader(self.pairs, self.spec, epoch, self.seed, start_batch=start))
+        from .webdataset import shard_loader
+
+        batches = shard_loader(self.shards, self.transform, self.batch_size, epoch, self.seed,
+                               num_workers=self.spec.num_workers)
+        for _ in range(start):  # a run resumed mid-epoch: shards cannot seek, the skipped batches are decoded
+            next(batches)
+        return batches

@@ -5,10 +5,13 @@ features (B, d) and the samples' dataset indices (B,); they return a scalar whos
 gradient is the paper's estimator. Conventions left open by the papers are settled in
 :mod:`isogclr.losses.conventions`.
 
-Bimodal losses are called as ``loss_fn(image_features, text_features, index)``.
-Every loss class has ``expects_normalized``: False only for Barlow Twins and VICReg,
-which take the projector output as it is. The equations, states and conventions of
-every method are documented in ``docs/losses.md``.
+Bimodal losses are called as ``loss_fn(image_features, text_features, index)``. Each loss
+registers its modality (``register_loss(name, modality=...)``); ``losses_of("unimodal")`` lists
+them. Every loss class declares ``expects_normalized``: False only for Barlow Twins and VICReg,
+which take the projector output as it is. The moving-average losses take
+``convention="paper"`` or ``"official"`` (:mod:`isogclr.losses.conventions`) and report
+``step_stats()``; they raise :class:`TrainingDiverged` when their weights reach the cap. The
+equations, states and conventions of every method are documented in ``docs/losses.md``.
 """
 
 from .barlow_twins import BarlowTwinsLoss
@@ -21,7 +24,8 @@ from .flatclr import FlatCLRLoss
 from .isogclr import ISogCLRLoss
 from .isogclr_bimodal import ISogCLRBimodalLoss
 from .negcache import NegativeCacheLoss
-from .registry import LOSSES, build_loss, register_loss
+from .numerics import TrainingDiverged
+from .registry import LOSSES, MODALITY, build_loss, losses_of, register_loss
 from .simclr import SimCLRLoss
 from .simco import SimCoLoss
 from .simo import SiMoLoss
@@ -31,16 +35,13 @@ from .spectral import SpectralContrastiveLoss
 from .tau_simclr import TaUSimCLRLoss
 from .vicreg import VICRegLoss
 
-for _cls in (SimCLRLoss, SogCLRLoss, ISogCLRLoss):  # the foundation losses take normalized features
-    _cls.expects_normalized = True
-
-UNIMODAL_LOSSES = ("simclr", "sogclr", "isogclr", "flatclr", "simco", "spectral", "barlow_twins", "vicreg",
-                   "tau_simclr", "simo", "emc2", "negcache")
-BIMODAL_LOSSES = ("clip", "cyclip", "sogclr_bimodal", "isogclr_bimodal", "clip_individual_tau")
+UNIMODAL_LOSSES = losses_of("unimodal")  # derived from the registry (each loss declares its modality)
+BIMODAL_LOSSES = losses_of("bimodal")
 
 __all__ = [
     "BIMODAL_LOSSES",
     "LOSSES",
+    "MODALITY",
     "UNIMODAL_LOSSES",
     "BarlowTwinsLoss",
     "CLIPIndividualTauLoss",
@@ -60,7 +61,9 @@ __all__ = [
     "SogCLRLoss",
     "SpectralContrastiveLoss",
     "TaUSimCLRLoss",
+    "TrainingDiverged",
     "VICRegLoss",
     "build_loss",
+    "losses_of",
     "register_loss",
 ]

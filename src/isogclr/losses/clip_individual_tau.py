@@ -15,7 +15,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("clip_individual_tau")
+@register_loss("clip_individual_tau", modality="bimodal")
 class CLIPIndividualTauLoss(nn.Module):
     r"""CLIP whose image i uses tau_i and text i uses tau'_i, both learned by autograd.
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from torch import nn
 
-from .two_views import TwoViewBatch, compute_dtype
+from .two_views import TwoViewBatch, compute_dtype, two_view_batch
 
 NegativesT = Literal["all", "cross"]
 
@@ -80,3 +81,26 @@ def cross_view_rows(z1: torch.Tensor, z2: torch.Tensor) -> tuple[torch.Tensor, t
     pos = sim12.diagonal().repeat(2)
     neg_mask = ~torch.eye(b, dtype=torch.bool, device=rows.device).repeat(2, 1)
     return rows, pos, neg_mask
+
+
+def anchor_rows(z1: torch.Tensor, z2: torch.Tensor, negatives: NegativesT
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The 2B anchors' similarity rows, their positives (2B,) and their negatives' mask in the layout
+    ``negatives``: ``"cross"`` (:func:`cross_view_rows`, (2B, B)) or ``"all"`` ((2B, 2B))."""
+    if negatives == "cross":
+        return cross_view_rows(z1, z2)
+    batch = two_view_batch(z1, z2)
+    return batch.sim, batch.pos, batch.neg_mask
+
+
+class LayoutLoss(nn.Module):
+    """Base of the losses that contrast each of the 2B anchors with the negatives of one layout
+    (SimCo, SiMo): checks and keeps ``negatives``; :meth:`rows` gives (sim, pos, mask)."""
+
+    def __init__(self, negatives: NegativesT) -> None:
+        super().__init__()
+        check_negatives(negatives)
+        self.negatives = negatives
+
+    def rows(self, z1: torch.Tensor, z2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return anchor_rows(z1, z2, self.negatives)

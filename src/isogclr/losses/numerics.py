@@ -13,11 +13,12 @@ def capped_weights(log_weights: torch.Tensor) -> torch.Tensor:
     """exp(log_weights) with the exponent capped at :data:`MAX_LOG_WEIGHT` (no gradient).
 
     The weights exp(h / tau) / (m s_i) of the moving-average estimators are g_i / s_i times a
-    softmax. When a stale s_i is e^64 times smaller than this step's g_i (never in training,
-    where the features move slowly, but possible with adversarial inputs such as identical
-    then antipodal features at tau = 0.005), exp overflows float32 and the estimator, the
-    temperature update and the returned value become inf / NaN. The cap keeps them finite
-    and is inactive otherwise.
+    softmax. When a stale s_i is e^64 times smaller than this step's g_i (with the ``previous``
+    s timing this happens in training: the bimodal iSogCLR reaches weights of 1e20 and more when
+    tau_i falls between two visits; or with adversarial inputs such as identical then antipodal
+    features at tau = 0.005), exp overflows float32 and the estimator, the temperature update and
+    the returned value become inf / NaN. The losses raise :class:`TrainingDiverged` when a weight
+    reaches the cap (:mod:`.moving_average`), so capped weights never train a model.
     """
     return torch.exp(log_weights.detach().clamp_max(MAX_LOG_WEIGHT))
 
@@ -31,3 +32,11 @@ def capped_weights_(log_weights: torch.Tensor, row_bound: torch.Tensor | None = 
     if row_bound is None or bool((row_bound > MAX_LOG_WEIGHT).any()):
         log_weights.clamp_max_(MAX_LOG_WEIGHT)
     return log_weights.exp_()
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss whose weights reached the cap (:data:`MAX_LOG_WEIGHT`) or went non-finite.
+
+    Raised by the losses with the knob to change; the trainers re-raise it with the run, the
+    method and the step (:mod:`isogclr.train.monitor`).
+    """

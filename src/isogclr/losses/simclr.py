@@ -9,7 +9,7 @@ from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
-@register_loss("simclr")
+@register_loss("simclr", modality="unimodal")
 class SimCLRLoss(nn.Module):
     r"""NT-Xent over the 2B views of a batch (SogCLR paper, eq. 1).
 
@@ -26,6 +26,8 @@ class SimCLRLoss(nn.Module):
         tau: the global temperature.
         positive_in_denominator: include the positive pair in the denominator.
     """
+
+    expects_normalized = True
 
     def __init__(self, num_samples: int | None = None, tau: float = 0.1,
                  positive_in_denominator: bool = True) -> None:

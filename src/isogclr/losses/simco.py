@@ -7,11 +7,10 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from .layouts import NegativesT, check_negatives, cross_view_rows
+from .layouts import LayoutLoss, NegativesT
 from .registry import register_loss
-from .two_views import full_precision, masked_logsumexp, two_view_batch
+from .two_views import full_precision, masked_logsumexp
 
 
 def softplus_over_sigmoid(v: torch.Tensor) -> torch.Tensor:
@@ -21,8 +20,8 @@ def softplus_over_sigmoid(v: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_softplus - F.logsigmoid(v))
 
 
-@register_loss("simco")
-class SimCoLoss(nn.Module):
+@register_loss("simco", modality="unimodal")
+class SimCoLoss(LayoutLoss):
     r"""The dual-temperature loss of SimCo, symmetrised over the two views.
 
     SimCo decomposes the InfoNCE gradient of an anchor into an *intra-anchor* part, the
@@ -57,20 +56,14 @@ class SimCoLoss(nn.Module):
 
     def __init__(self, num_samples: int | None = None, tau_alpha: float = 0.1, tau_beta: float = 1.0,
                  negatives: NegativesT = "cross") -> None:
-        super().__init__()
+        super().__init__(negatives)
         if tau_alpha <= 0 or tau_beta <= 0:
             raise ValueError(f"temperatures must be positive, got {tau_alpha}, {tau_beta}")
-        check_negatives(negatives)
         self.tau_alpha, self.tau_beta = float(tau_alpha), float(tau_beta)
-        self.negatives = negatives
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
         with full_precision(z1.device):
-            if self.negatives == "cross":
-                sim, pos, mask = cross_view_rows(z1, z2)
-            else:
-                batch = two_view_batch(z1, z2)
-                sim, pos, mask = batch.sim, batch.pos, batch.neg_mask
+            sim, pos, mask = self.rows(z1, z2)
             hardness = sim - pos[:, None]
             v_alpha = masked_logsumexp(hardness / self.tau_alpha, mask)
             v_beta = masked_logsumexp(hardness / self.tau_beta, mask)

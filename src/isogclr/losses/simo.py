@@ -7,15 +7,14 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from .layouts import NegativesT, check_negatives, cross_view_rows, num_negatives
+from .layouts import LayoutLoss, NegativesT, num_negatives
 from .registry import register_loss
-from .two_views import full_precision, masked_logsumexp, two_view_batch
+from .two_views import full_precision, masked_logsumexp
 
 
-@register_loss("simo")
-class SiMoLoss(nn.Module):
+@register_loss("simo", modality="unimodal")
+class SiMoLoss(LayoutLoss):
     r"""InfoNCE with the negatives' sum rescaled by alpha / K (EqCo's equivalence rule).
 
     .. math::
@@ -49,21 +48,15 @@ class SiMoLoss(nn.Module):
 
     def __init__(self, num_samples: int | None = None, tau: float = 0.1, alpha: float = 65536.0,
                  negatives: NegativesT = "cross", symmetric: bool = True) -> None:
-        super().__init__()
+        super().__init__(negatives)
         if tau <= 0 or alpha <= 0:
             raise ValueError(f"tau and alpha must be positive, got {tau}, {alpha}")
-        check_negatives(negatives)
         self.tau, self.alpha = float(tau), float(alpha)
-        self.negatives = negatives
         self.symmetric = symmetric
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
         with full_precision(z1.device):
-            if self.negatives == "cross":
-                sim, pos, mask = cross_view_rows(z1, z2)
-            else:
-                batch = two_view_batch(z1, z2)
-                sim, pos, mask = batch.sim, batch.pos, batch.neg_mask
+            sim, pos, mask = self.rows(z1, z2)
             b = len(z1)
             log_ratio = math.log(self.alpha / num_negatives(b, self.negatives))
             v = masked_logsumexp((sim - pos[:, None]) / self.tau, mask)

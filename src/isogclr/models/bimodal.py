@@ -18,6 +18,7 @@ from torch import nn
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from .encoders import EncoderConfig, build_encoder
+from .hub import missing_weights
 from .text import TextEncoder, TextEncoderConfig, train_wordpiece
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -53,8 +54,9 @@ def build_tokenizer(cfg: TextEncoderConfig, captions: Sequence[str]) -> PreTrain
         try:
             return AutoTokenizer.from_pretrained(cfg.pretrained, model_max_length=cfg.max_length)
         except OSError as err:
-            raise RuntimeError(f"tokenizer of {cfg.pretrained!r} is not in the local Hugging Face cache and the "
-                               "hub is offline (HF_HUB_OFFLINE=1)") from err
+            raise missing_weights("the tokenizer of model.text_encoder", cfg.pretrained,
+                                  ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "config.json"),
+                                  "text_encoder.pretrained") from err
     return train_wordpiece(captions, cfg.vocab_size, cfg.max_length)
 
 

@@ -24,6 +24,8 @@ import timm
 from timm.models import register_model
 from torch import nn
 
+from .hub import missing_weights
+
 ARCHS = ("resnet18", "resnet34", "resnet50")
 
 
@@ -68,9 +70,9 @@ def build_encoder(cfg: EncoderConfig, **timm_kwargs: Any) -> nn.Module:
         try:
             return timm.create_model(cfg.arch, pretrained=True, **{"num_classes": 0, **timm_kwargs})
         except Exception as err:  # noqa: BLE001  (no network / no cached weights)
-            raise RuntimeError(f"ImageNet weights for timm model {cfg.arch!r} are not available offline "
-                               f"(HF_HUB_OFFLINE={__import__('os').environ.get('HF_HUB_OFFLINE')}); put them in "
-                               f"the Hugging Face cache or set model.encoder.pretrained: false") from err
+            repo = getattr(timm.models.get_pretrained_cfg(cfg.arch), "hf_hub_id", None) or f"timm/{cfg.arch}"
+            raise missing_weights(f"model.encoder ({cfg.arch})", repo, ("model.safetensors", "config.json"),
+                                  "model.encoder.pretrained") from err
     model = timm.create_model(cfg.arch, pretrained=False, **kwargs)
     if cfg.cifar_stem:
         model.conv1 = nn.Conv2d(3, w, kernel_size=3, stride=1, padding=1, bias=False)

@@ -16,6 +16,8 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from torch import nn
 
+from .hub import missing_weights
+
 if TYPE_CHECKING:  # transformers takes ~3 s to import; unimodal runs validate this module's config without it
     from transformers import PreTrainedTokenizerFast
 
@@ -75,9 +77,8 @@ class TextEncoder(nn.Module):
             try:
                 self.bert = DistilBertModel.from_pretrained(cfg.pretrained)
             except OSError as err:
-                raise RuntimeError(f"text encoder weights {cfg.pretrained!r} are not in the local Hugging Face "
-                                   "cache and the hub is offline (HF_HUB_OFFLINE=1); copy them into the cache "
-                                   "or set model.text_encoder.pretrained: null") from err
+                raise missing_weights("model.text_encoder", cfg.pretrained, ("model.safetensors", "config.json"),
+                                      "text_encoder.pretrained") from err
         else:
             self.bert = DistilBertModel(DistilBertConfig(
                 vocab_size=vocab_size or cfg.vocab_size, dim=cfg.dim, n_layers=cfg.n_layers, n_heads=cfg.n_heads,

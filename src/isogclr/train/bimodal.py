@@ -30,9 +30,6 @@ bf16 autocast (``precision: bf16``); the losses compute in float32 (``full_preci
 
 from __future__ import annotations
 
-import csv
-import io
-import time
 from pathlib import Path
 
 import kornia.augmentation as K
@@ -40,13 +37,15 @@ import torch
 from torch import nn
 
 from ..config import BimodalRunConfig
-from ..data.pairs_folder import PairsFolder, load_pairs_folder
+from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
+from ..data.streaming import check_distinct, pair_transform
 from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
+from ..io import csv_text, save_json, save_text, save_torch
 from ..models.bimodal import BimodalModel, build_tokenizer, image_normalization, tokenize, trim
-from .checkpoint import save_json, save_text, save_torch
-from .curves import log_epoch, open_curves, write_curves
+from .curves import write_curves
+from .engine import fit
 from .loop import resolve_device
-from .optim import param_groups, warmup_cosine
+from .optim import param_groups
 
 
 def on_epoch_end(run_id: str, epoch: int) -> None:
@@ -148,96 +147,106 @@ class Evaluator:
         return metrics
 
 
+class _BimodalTask:
+    """The image-text run as an engine :class:`~isogclr.train.engine.Task`: a step draws a batch of pairs (a
+    fresh permutation per epoch), augments the images, encodes both sides and returns the loss."""
+
+    def __init__(self, cfg: BimodalRunConfig, data: PairsFolder, tokenizer, evaluator: Evaluator,
+                 device: torch.device, pairs: TrainPairsStream | None = None) -> None:
+        t = cfg.train
+        self.cfg, self.data, self.evaluator, self.device = cfg, data, evaluator, device
+        self.run_id, self.method, self.epochs, self.batch_size = cfg.run_id, cfg.method.name, t.epochs, t.batch_size
+        self.pairs, self.tokenizer = pairs, tokenizer  # pairs: the streamed training pairs (bimodal.stream)
+        self.n = len(data.train.captions) if pairs is None else len(pairs)
+        self.steps_per_epoch = self.n // t.batch_size  # the last incomplete batch is dropped: batches keep size B
+        if pairs is None:
+            self.input_ids, self.attention_mask = tokenize(tokenizer, data.train.captions, cfg.text_encoder.max_length)
+        else:  # crop + flip happen in the workers; the device only normalises
+            mean, std = image_normalization(cfg.image_encoder)
+            self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1)
+            self.std = torch.tensor(std, device=device).view(1, 3, 1, 1)
+        torch.manual_seed(cfg.seed)
+        self.model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
+        self.loss_fn = cfg.method.build(self.n).to(device)
+        self.optimizer = build_optimizer(self.model, self.loss_fn, cfg)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=False)  # bf16 autocast needs no scaling
+        self.augment = build_augmentation(cfg).to(device)
+        self.use_amp = device.type == "cuda" and t.precision == "bf16"
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        if self.pairs is not None:
+            self.batches = self.pairs.epoch(epoch, start)
+            return
+        self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch))
+
+    def loss(self, batch: int) -> torch.Tensor:
+        if self.pairs is None:
+            index = self.order[batch * self.batch_size:(batch + 1) * self.batch_size]
+            train = self.data.train
+            x = train.images[train.image_index[index]]  # each caption's image
+            x = self.augment(x.to(self.device, non_blocking=True).float() / 255.0)
+            ids, mask = trim(self.input_ids[index], self.attention_mask[index])
+        else:  # decoded, cropped and flipped in the workers; captions tokenised per batch
+            images, captions, index = next(self.batches)
+            check_distinct(index, self.n)
+            x = (images.to(self.device, non_blocking=True).float() / 255.0 - self.mean) / self.std
+            ids, mask = trim(*tokenize(self.tokenizer, captions, self.cfg.text_encoder.max_length))
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_amp):
+            image_x = self.model.encode_image(x)
+            text_x = self.model.encode_text(ids.to(self.device), mask.to(self.device))
+        return self.loss_fn(image_x, text_x, index.to(self.device))
+
+    def epoch_columns(self, epoch: int) -> dict[str, float]:
+        row = {}
+        for name, tau in temperatures(self.loss_fn).items():
+            row.update({name: tau.item()} if tau.dim() == 0 else
+                       {f"{name}_mean": tau.mean().item(), f"{name}_std": tau.std().item()})
+        t = self.cfg.train
+        if t.eval_every and (epoch + 1) % t.eval_every == 0 and self.data.retrieval:
+            row.update(self.evaluator(self.model, only_first_retrieval=True))
+        return row
+
+    def state_dict(self) -> dict:
+        return {"rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state() if self.device.type == "cuda" else None}
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        torch.set_rng_state(state["rng"])
+        if self.device.type == "cuda" and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"])
+
+
+def _describe(row: dict) -> str:
+    return (f" tau_image {row['tau_image_mean']:.4f}+-{row['tau_image_std']:.4f}" if "tau_image_mean" in row
+            else "")
+
+
 def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> dict:
     """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``."""
     out_dir, ckpt_dir, t = Path(out_dir), Path(ckpt_dir), cfg.train
     if t.num_threads:
         torch.set_num_threads(t.num_threads)
     device = resolve_device(t.device)
-    data = load_pairs_folder(t.data, t.image_size)
-    n, batch_size = len(data.train.captions), t.batch_size
-    if n < batch_size:
-        raise ValueError(f"bimodal.batch_size={batch_size} exceeds the {n} training pairs of {t.data}")
+    pairs = None
+    if cfg.stream is None:
+        data = load_pairs_folder(t.data, t.image_size)
+    else:  # CC3M scale: training pairs streamed (train/*.tar or train/captions.tsv), evaluation sets in memory
+        data = load_pairs_folder(t.data, t.image_size, train=False)
+        pairs = TrainPairsStream(t.data, pair_transform(t.image_size, t.crop_scale_min, t.flip_p), t.batch_size,
+                                 cfg.seed, cfg.stream.num_workers, cfg.stream.prefetch_factor,
+                                 cfg.stream.pin_memory and device.type == "cuda")
+    n = len(data.train.captions) if pairs is None else len(pairs)
+    if n < t.batch_size:
+        raise ValueError(f"bimodal.batch_size={t.batch_size} exceeds the {n} training pairs of {t.data}")
     tokenizer = build_tokenizer(cfg.text_encoder, data.train.captions)
-    input_ids, attention_mask = tokenize(tokenizer, data.train.captions, cfg.text_encoder.max_length)
-    evaluator = Evaluator(data, tokenizer, cfg, device)
-    steps_per_epoch = n // batch_size  # the last incomplete batch is dropped: contrastive batches keep size B
-    total_steps = steps_per_epoch * t.epochs
-
-    torch.manual_seed(cfg.seed)
-    model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
-    loss_fn = cfg.method.build(n).to(device)
-    optimizer = build_optimizer(model, loss_fn, cfg)
-    augment = build_augmentation(cfg).to(device)
-    use_amp = device.type == "cuda" and t.precision == "bf16"
-
-    step, log_rows, losses = 0, [], []
-    ckpt_path = ckpt_dir / "checkpoint.pt"
-    if ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        loss_fn.load_state_dict(state["loss"])
-        torch.set_rng_state(state["rng"])
-        if device.type == "cuda" and state.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(state["cuda_rng"])
-        step, log_rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
-        _log(f"[{cfg.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
-
-    live = open_curves(out_dir / "dvclive", log_rows)
-    model.train()
-    factor = warmup_cosine(step, total_steps, t.warmup_iters, t.final_lr / t.lr)
-    while step < total_steps:
-        epoch, start = divmod(step, steps_per_epoch)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
-        t0 = time.perf_counter()
-        for b in range(start, steps_per_epoch):
-            index = order[b * batch_size:(b + 1) * batch_size]
-            factor = warmup_cosine(step, total_steps, t.warmup_iters, t.final_lr / t.lr)
-            for group in optimizer.param_groups:
-                group["lr"] = group["base_lr"] * factor
-            x = data.train.images[data.train.image_index[index]]  # each caption's image
-            x = augment(x.to(device, non_blocking=True).float() / 255.0)
-            ids, mask = trim(input_ids[index], attention_mask[index])
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-                image_x = model.encode_image(x)
-                text_x = model.encode_text(ids.to(device), mask.to(device))
-            loss = loss_fn(image_x, text_x, index.to(device))
-            if not torch.isfinite(loss):
-                last = ckpt_path if ckpt_path.exists() else "none (no checkpoint written yet)"
-                raise FloatingPointError(f"[{cfg.run_id}] non-finite loss {loss.item()} at step {step}; "
-                                         f"last good checkpoint: {last}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            step += 1
-        seconds = time.perf_counter() - t0
-        row = {"epoch": epoch + 1, "step": step, "loss": sum(losses) / max(len(losses), 1), "lr": t.lr * factor,
-               "seconds": round(seconds, 3),
-               "samples_per_s": round((steps_per_epoch - start) * batch_size / max(seconds, 1e-9), 1)}
-        for name, tau in temperatures(loss_fn).items():
-            row.update({name: tau.item()} if tau.dim() == 0 else
-                       {f"{name}_mean": tau.mean().item(), f"{name}_std": tau.std().item()})
-        if t.eval_every and (epoch + 1) % t.eval_every == 0 and data.retrieval:
-            row.update(evaluator(model, only_first_retrieval=True))
-        log_rows.append(row)
-        losses = []
-        log_epoch(live, row)
-        live.make_summary()
-        _log(f"[{cfg.run_id}] epoch {row['epoch']}/{t.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
-             f"{row['samples_per_s']:.0f} samples/s"
-             + (f" tau_image {row['tau_image_mean']:.4f}+-{row['tau_image_std']:.4f}" if "tau_image_mean" in row
-                else ""))
-        save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "loss": loss_fn.state_dict(),
-                    "rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-                    "step": step, "log_rows": log_rows, "epoch_losses": losses}, ckpt_path)
-        on_epoch_end(cfg.run_id, epoch + 1)
-
-    metrics = evaluator(model)
-    _write_outputs(cfg, out_dir, model, loss_fn, tokenizer, data, log_rows, metrics)
-    ckpt_path.unlink(missing_ok=True)
+    task = _BimodalTask(cfg, data, tokenizer, Evaluator(data, tokenizer, cfg, device), device, pairs)
+    log_rows = fit(task, total_steps=task.steps_per_epoch * t.epochs, warmup_steps=t.warmup_iters,
+                   final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
+                   curves_dir=out_dir / "dvclive", describe=_describe,
+                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch))
+    metrics = task.evaluator(task.model)
+    _write_outputs(cfg, out_dir, task.model, task.loss_fn, tokenizer, data, log_rows, metrics)
+    (ckpt_dir / "checkpoint.pt").unlink(missing_ok=True)
     summary = ", ".join(f"{k} {v:.1f}" for k, v in metrics.items() if k.endswith(("_ir_r1", "_tr_r1", "_top1")))
     _log(f"[{cfg.run_id}] {summary}")
     return metrics
@@ -248,17 +257,21 @@ def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, lo
     artifacts = out_dir / "artifacts"
     save_json(cfg.to_dict(), artifacts / "config.json")
     save_text(tokenizer.backend_tokenizer.to_str(), artifacts / "tokenizer.json")
-    save_text(_csv(log_rows), out_dir / "train_log.csv")
+    save_text(csv_text(log_rows), out_dir / "train_log.csv")
     write_curves(out_dir / "dvclive", log_rows, metrics)
     taus = temperatures(loss_fn)
-    if "tau_image" in taus:
+    if "tau_image" in taus and cfg.stream is not None:  # streamed pairs: no image ids / meta in memory
+        save_text(csv_text([{"index": i, "tau_image": float(a), "tau_text": float(b)}
+                            for i, (a, b) in enumerate(zip(taus["tau_image"], taus["tau_text"], strict=True))]),
+                  artifacts / "tau.csv")
+    elif "tau_image" in taus:
         train = data.train
         rows = [{"index": i, "image": train.image_ids[int(train.image_index[i])],
                  "cluster": int(meta["cluster"]), "cluster_frequency": int(meta["cluster_frequency"]),
                  "mismatched": int(meta["mismatched"]), "caption": caption,
                  "tau_image": float(taus["tau_image"][i]), "tau_text": float(taus["tau_text"][i])}
                 for i, (caption, meta) in enumerate(zip(train.captions, _caption_meta(data), strict=True))]
-        save_text(_csv(rows), artifacts / "tau.csv")
+        save_text(csv_text(rows), artifacts / "tau.csv")
     save_torch(model.state_dict(), artifacts / "model.pt")
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
 
@@ -267,12 +280,3 @@ def _caption_meta(data: PairsFolder) -> list[dict[str, str]]:
     """The meta row of each caption's image."""
     return [data.train_meta[int(i)] for i in data.train.image_index]
 
-
-def _csv(rows: list[dict]) -> str:
-    if not rows:
-        return ""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()

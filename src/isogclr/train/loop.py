@@ -21,29 +21,36 @@ checkpoint is removed once the run's outputs are written.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
-import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
 from ..config import RunConfig
-from ..data import IndexedImageDataset, load_dataset
+from ..data import ImageData, IndexedImageDataset, load_dataset
 from ..data.augment import simclr_augmentation, to_float
+from ..data.streaming import (
+    LoaderSpec,
+    StreamConfig,
+    check_distinct,
+    epoch_loader,
+    eval_loader,
+    eval_transform,
+    load_stream,
+    simclr_transform,
+    to_normalized,
+)
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features, linear_probe
+from ..io import csv_text, save_json, save_text, save_torch
 from ..models import ContrastiveModel, timm_name
 from . import distributed
-from .checkpoint import save_json, save_text, save_torch
-from .curves import log_epoch, open_curves, write_curves
+from .curves import write_curves
 from .distributed import gather_no_grad, gather_with_grad
-from .optim import build_optimizer, warmup_cosine
+from .engine import fit
+from .optim import build_optimizer
 
 
 def resolve_device(name: str) -> torch.device:
@@ -58,177 +65,175 @@ def _log(message: str) -> None:
     print(message, flush=True)
 
 
-def _hms(seconds: float) -> str:
-    """``H:MM:SS`` for the per-epoch log line."""
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
+class _UnimodalTask:
+    """A unimodal run as an engine :class:`~isogclr.train.engine.Task`.
+
+    Under torchrun each process takes ``batch_size / world_size`` samples of every global batch;
+    features and indices are gathered so the loss (and the per-sample state) is the global batch's
+    on every rank. Small sets are held in memory and augmented in batches on the device; streamed
+    sets are decoded and augmented per sample in DataLoader workers (:mod:`isogclr.data.streaming`).
+    """
+
+    def __init__(self, cfg: RunConfig, ctx, train_data, test_data, train_eval, random_init_baseline: bool) -> None:
+        self.cfg, self.ctx, self.device = cfg, ctx, ctx.device
+        self.train_data, self.test_data, self.train_eval = train_data, test_data, train_eval
+        self.run_id, self.method, self.epochs = cfg.run_id, cfg.method.name, cfg.train.epochs
+        self.n, self.batch_size = len(train_data), cfg.train.batch_size
+        if self.n < self.batch_size:
+            raise ValueError(f"train.batch_size={self.batch_size} exceeds the {self.n} training samples of "
+                             f"{cfg.dataset}")
+        if self.batch_size % ctx.world_size:
+            raise ValueError(f"train.batch_size={self.batch_size} is not divisible by the {ctx.world_size} processes")
+        self.local = self.batch_size // ctx.world_size
+        self.steps_per_epoch = self.n // self.batch_size  # the last incomplete batch is dropped: batches keep size B
+        device = self.device
+
+        torch.manual_seed(cfg.seed)  # the same initial model on every rank
+        self.memory_format = torch.channels_last if cfg.train.channels_last else torch.preserve_format
+        self.loss_fn = cfg.method.build(self.n).to(device)
+        # a loss may need extra encoder outputs (TaU+SimCLR: one uncertainty logit per view), appended to the head
+        self.extra = getattr(self.loss_fn, "extra_outputs", 0)
+        head = dataclasses.replace(cfg.head, out_dim=cfg.head.out_dim + self.extra)
+        model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=self.memory_format)
+        if cfg.train.sync_bn and ctx.world_size > 1:
+            model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        self.model = model
+        self.normalize = getattr(self.loss_fn, "expects_normalized", True)
+        self.optimizer = build_optimizer(model, cfg.optimizer, self.batch_size)
+        self.forward = DistributedDataParallel(model) if ctx.world_size > 1 else model
+        if cfg.train.compile:
+            self.forward = torch.compile(self.forward)
+        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.train.precision)
+        self.use_amp = self.amp_dtype is not None and device.type == "cuda"  # on CPU autocast only slows the step
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.use_amp and self.amp_dtype == torch.float16)
+        if cfg.stream is None:
+            self.augment = simclr_augmentation(cfg.augment, train_data.images.shape[-1]).to(device)
+            self.dataset = IndexedImageDataset(train_data)
+        else:
+            self.loader_spec = LoaderSpec(self.batch_size, cfg.stream.num_workers, cfg.stream.prefetch_factor,
+                                          cfg.stream.pin_memory and device.type == "cuda")
+        if ctx.rank:
+            torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
+        self.metrics: dict = {}
+        if random_init_baseline and ctx.is_main:
+            self.metrics["random_init_top1"] = _evaluate(model, train_eval, test_data, cfg, device)["top1"]
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        cfg, ctx = self.cfg, self.ctx
+        self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
+        self.streamed = None if cfg.stream is None else iter(epoch_loader(
+            self.train_data, self.loader_spec, epoch, cfg.seed, ctx.rank, ctx.world_size, start_batch=start))
+
+    def loss(self, b: int) -> torch.Tensor:
+        rank, local, device = self.ctx.rank, self.local, self.device
+        if self.streamed is None:
+            batch = self.order[b * self.batch_size:(b + 1) * self.batch_size][rank * local:(rank + 1) * local]
+            images, _, index = self.dataset.__getitems__(batch.tolist())
+        else:  # (local, 2 views, 3, S, S) uint8, augmented in the workers
+            images, _, index = next(self.streamed)
+        images, index = images.to(device, non_blocking=True), index.to(device, non_blocking=True)
+        if self.streamed is None:
+            x = to_float(images)
+            views = torch.cat([self.augment(x), self.augment(x)]).contiguous(memory_format=self.memory_format)
+        else:  # [all first views, all second views], as the in-memory path
+            views = to_normalized(images.transpose(0, 1).flatten(0, 1)).contiguous(memory_format=self.memory_format)
+            check_distinct(gather_no_grad(index), self.n)  # the per-sample state's key: distinct across processes
+        with torch.autocast(device.type, dtype=self.amp_dtype or torch.bfloat16, enabled=self.use_amp):
+            _, proj = self.forward(views)
+        proj, kwargs = proj.float(), {}
+        if self.extra:  # the last column is the per-view logit e of TaU+SimCLR
+            proj, e = proj[:, :-1], proj[:, -1]
+            e1, e2 = e.chunk(2)
+            kwargs = {"e1": gather_with_grad(e1), "e2": gather_with_grad(e2)}
+        z1, z2 = proj.chunk(2)
+        if self.normalize:
+            z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
+        return self.loss_fn(gather_with_grad(z1), gather_with_grad(z2), gather_no_grad(index), **kwargs)
+
+    def epoch_columns(self, epoch: int) -> dict[str, float]:
+        row = {}
+        tau = getattr(self.loss_fn, "tau", None)
+        if isinstance(tau, torch.Tensor):
+            row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
+        if self.cfg.train.eval_every and (epoch + 1) % self.cfg.train.eval_every == 0 and self.ctx.is_main:
+            row["knn1_top1"] = _knn_now(self.model, self.train_eval, self.test_data, self.device, self.cfg.stream)
+        return row
+
+    def state_dict(self) -> dict:
+        return {"rng": torch.get_rng_state(), "metrics": self.metrics}
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        if self.ctx.is_main:
+            torch.set_rng_state(state["rng"])
+        else:  # rank 0's generator is the checkpointed one; the others are re-derived from the step
+            torch.manual_seed(self.cfg.seed * 1000 + self.ctx.rank + step)
+        self.metrics.update(state["metrics"])
+
+
+def _describe(row: dict) -> str:
+    return f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else ""
 
 
 def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baseline: bool = False) -> dict:
     """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``.
 
-    Under torchrun each process takes ``batch_size / world_size`` samples of every global batch;
-    features and indices are gathered so the loss (and the per-sample state) is the global
-    batch's on every rank. Rank 0 writes checkpoints and outputs.
+    Rank 0 writes checkpoints and outputs (see :class:`_UnimodalTask` for the distributed batch).
     """
     out_dir, ckpt_dir = Path(out_dir), Path(ckpt_dir)
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
     ctx = distributed.setup(resolve_device(cfg.train.device))
     device = ctx.device
-    train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
-    test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
-    n, batch_size = len(train_data), cfg.train.batch_size
-    if n < batch_size:
-        raise ValueError(f"train.batch_size={batch_size} exceeds the {n} training samples of {cfg.dataset}")
-    if batch_size % ctx.world_size:
-        raise ValueError(f"train.batch_size={batch_size} is not divisible by the {ctx.world_size} processes")
-    local = batch_size // ctx.world_size
-    steps_per_epoch = n // batch_size  # the last incomplete batch is dropped: contrastive batches keep size B
-    total_steps = steps_per_epoch * cfg.train.epochs
-    warmup_steps = cfg.optimizer.warmup_steps(steps_per_epoch)
-
-    torch.manual_seed(cfg.seed)  # the same initial model on every rank
-    memory_format = torch.channels_last if cfg.train.channels_last else torch.preserve_format
-    loss_fn = cfg.method.build(n).to(device)
-    # a loss may need extra encoder outputs (TaU+SimCLR: one uncertainty logit per view), appended to the head
-    extra = getattr(loss_fn, "extra_outputs", 0)
-    head = dataclasses.replace(cfg.head, out_dim=cfg.head.out_dim + extra)
-    model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=memory_format)
-    if cfg.train.sync_bn and ctx.world_size > 1:
-        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    normalize = getattr(loss_fn, "expects_normalized", True)
-    optimizer = build_optimizer(model, cfg.optimizer, batch_size)
-    base_lrs = [g["lr"] for g in optimizer.param_groups]
-    forward = DistributedDataParallel(model) if ctx.world_size > 1 else model
-    if cfg.train.compile:
-        forward = torch.compile(forward)
-    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.train.precision)
-    use_amp = amp_dtype is not None and device.type == "cuda"  # on CPU autocast only slows the step down
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp and amp_dtype == torch.float16)
-    augment = simclr_augmentation(cfg.augment, train_data.images.shape[-1]).to(device)
-    dataset = IndexedImageDataset(train_data)
-    if ctx.rank:
-        torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
-
-    metrics: dict = {}
-    if random_init_baseline and ctx.is_main:
-        metrics["random_init_top1"] = _evaluate(model, train_data, test_data, cfg, device)["top1"]
-
-    step, log_rows, losses = 0, [], []
+    if cfg.stream is None:  # small sets: whole splits in memory, augmented in batches on the device
+        train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
+        test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
+        train_eval = train_data
+    else:  # paper-scale sets: listed, decoded and augmented per sample in worker processes (data.streaming)
+        size = cfg.stream.image_size
+        train_data = load_stream(cfg.dataset, cfg.data_root, "train", simclr_transform(cfg.augment, size))
+        test_data = load_stream(cfg.dataset, cfg.data_root, "test", eval_transform(size), views=1)
+        train_eval = train_data.with_transform(eval_transform(size), views=1)
+    task = _UnimodalTask(cfg, ctx, train_data, test_data, train_eval, random_init_baseline)
     ckpt_path = ckpt_dir / "checkpoint.pt"
-    if ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        loss_fn.load_state_dict(state["loss"])
-        scaler.load_state_dict(state["scaler"])
-        if ctx.is_main:
-            torch.set_rng_state(state["rng"])
-        else:  # rank 0's generator is the checkpointed one; the others are re-derived from the step
-            torch.manual_seed(cfg.seed * 1000 + ctx.rank + state["step"])
-        step, log_rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
-        metrics.update(state.get("metrics", {}))
-        _log(f"[{cfg.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
-
-    def checkpoint() -> None:
-        if ctx.is_main:
-            save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
-                        "step": step, "log_rows": log_rows, "epoch_losses": losses, "metrics": metrics}, ckpt_path)
-        distributed.barrier()
-
-    live = open_curves(out_dir / "dvclive", log_rows) if ctx.is_main else None
-    model.train()
-    interactive = sys.stderr.isatty() and ctx.is_main
-    # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
-    # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
-    loop_start, loop_first_step = time.perf_counter(), step
-    while step < total_steps:
-        epoch, start = divmod(step, steps_per_epoch)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
-        t0 = time.perf_counter()
-        bar = tqdm(range(start, steps_per_epoch), desc=f"{cfg.run_id} epoch {epoch + 1}/{cfg.train.epochs}",
-                   disable=not interactive, leave=False)
-        for b in bar:
-            batch = order[b * batch_size:(b + 1) * batch_size][ctx.rank * local:(ctx.rank + 1) * local]
-            images, _, index = dataset.__getitems__(batch.tolist())
-            images, index = images.to(device, non_blocking=True), index.to(device, non_blocking=True)
-            factor = warmup_cosine(step, total_steps, warmup_steps, cfg.optimizer.final_lr_fraction)
-            for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
-                group["lr"] = lr * factor
-            x = to_float(images)
-            views = torch.cat([augment(x), augment(x)]).contiguous(memory_format=memory_format)
-            with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=use_amp):
-                _, proj = forward(views)
-            proj, kwargs = proj.float(), {}
-            if extra:  # the last column is the per-view logit e of TaU+SimCLR
-                proj, e = proj[:, :-1], proj[:, -1]
-                e1, e2 = e.chunk(2)
-                kwargs = {"e1": gather_with_grad(e1), "e2": gather_with_grad(e2)}
-            z1, z2 = proj.chunk(2)
-            if normalize:
-                z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
-            loss = loss_fn(gather_with_grad(z1), gather_with_grad(z2), gather_no_grad(index), **kwargs)
-            if not torch.isfinite(loss):
-                last = ckpt_path if ckpt_path.exists() else "none (no checkpoint written yet)"
-                raise FloatingPointError(f"[{cfg.run_id}] non-finite loss {loss.item()} at step {step}; "
-                                         f"last good checkpoint: {last}")
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-            step += 1
-            if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0 and step < total_steps:
-                checkpoint()
-        seconds = time.perf_counter() - t0
-        row = {"epoch": epoch + 1, "step": step, "samples_seen": step * batch_size,
-               "loss": sum(losses) / max(len(losses), 1), "lr": base_lrs[0] * factor, "seconds": round(seconds, 3),
-               "samples_per_s": round((step - epoch * steps_per_epoch - start) * batch_size / max(seconds, 1e-9), 1)}
-        tau = getattr(loss_fn, "tau", None)
-        if isinstance(tau, torch.Tensor):
-            row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
-        if cfg.train.eval_every and (epoch + 1) % cfg.train.eval_every == 0 and ctx.is_main:
-            row["knn1_top1"] = _knn_now(model, train_data, test_data, device)
-        log_rows.append(row)
-        losses = []
-        if live is not None:
-            log_epoch(live, row)
-            live.make_summary()
-        if ctx.is_main:
-            elapsed = time.perf_counter() - loop_start
-            epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
-            eta = epoch_seconds * (total_steps - step) / steps_per_epoch
-            _log(f"[{cfg.run_id}] epoch {row['epoch']}/{cfg.train.epochs} loss {row['loss']:.4f} "
-                 f"lr {row['lr']:.3g} {row['samples_per_s']:.0f} samples/s"
-                 + (f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else "")
-                 + f" elapsed {_hms(elapsed)} eta {_hms(eta)}")
-        checkpoint()
-
+    steps_per_epoch = task.steps_per_epoch
+    log_rows = fit(task, total_steps=steps_per_epoch * cfg.train.epochs,
+                   warmup_steps=cfg.optimizer.warmup_steps(steps_per_epoch),
+                   final_lr_fraction=cfg.optimizer.final_lr_fraction, ckpt_path=ckpt_path,
+                   curves_dir=out_dir / "dvclive" if ctx.is_main else None,
+                   checkpoint_every=cfg.train.checkpoint_every, describe=_describe, barrier=distributed.barrier,
+                   is_main=ctx.is_main)
+    metrics = task.metrics
     if not ctx.is_main:
         return metrics
-    evaluation = _evaluate(model, train_data, test_data, cfg, device, features_to=out_dir / "artifacts")
+    evaluation = _evaluate(task.model, train_eval, test_data, cfg, device, features_to=out_dir / "artifacts")
     metrics.update(evaluation)
-    _write_outputs(cfg, out_dir, model, loss_fn, train_data, log_rows, metrics)
+    _write_outputs(cfg, out_dir, task.model, task.loss_fn, train_data, log_rows, metrics)
     ckpt_path.unlink(missing_ok=True)
     _log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
     return metrics
 
 
-def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.device) -> float:
+def _features(encoder: torch.nn.Module, data, device: torch.device, stream: StreamConfig | None) -> torch.Tensor:
+    """Frozen features of a split held in memory, or of a streamed one (evaluation views decoded by workers)."""
+    if isinstance(data, ImageData):
+        return extract_features(encoder, data.images, device)
+    batches = eval_loader(data, stream.eval_batch_size, stream.num_workers)
+    return torch.cat([extract_features(encoder, images, device) for images, _, _ in batches])
+
+
+def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.device,
+             stream: StreamConfig | None = None) -> float:
     """1-NN test accuracy of the current encoder (EMC2's metric against samples seen); no RNG is consumed."""
-    train_x = extract_features(model.encoder, train_data.images, device)
-    test_x = extract_features(model.encoder, test_data.images, device)
+    train_x = _features(model.encoder, train_data, device, stream)
+    test_x = _features(model.encoder, test_data, device, stream)
     return knn_accuracy(train_x, train_data.labels, test_x, test_data.labels, k=1)
 
 
 def _evaluate(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, device: torch.device,
               features_to: Path | None = None) -> dict:
     """Linear probe and 1-NN on frozen encoder features; optionally export the features."""
-    train_x = extract_features(model.encoder, train_data.images, device)
-    test_x = extract_features(model.encoder, test_data.images, device)
+    train_x = _features(model.encoder, train_data, device, cfg.stream)
+    test_x = _features(model.encoder, test_data, device, cfg.stream)
     if features_to is not None:
         save_torch({"train": train_x, "train_labels": train_data.labels, "test": test_x,
                     "test_labels": test_data.labels}, features_to / "features.pt")
@@ -243,7 +248,7 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
     config = cfg.to_dict()
     config["encoder"]["timm_name"] = timm_name(cfg.encoder)
     save_json(config, artifacts / "config.json")
-    save_text(_csv(log_rows), out_dir / "train_log.csv")
+    save_text(csv_text(log_rows), out_dir / "train_log.csv")
     write_curves(out_dir / "dvclive", log_rows, metrics)  # rebuilt: the same files as an uninterrupted run
     tau = getattr(loss_fn, "tau", None)
     if isinstance(tau, torch.Tensor):
@@ -252,17 +257,7 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
         rows = [{"index": i, "source_index": int(s), "label": int(y), "superclass": int(c), "tau": float(t)}
                 for i, (s, y, c, t) in enumerate(zip(train_data.source_index, train_data.labels, superclass,
                                                      tau.cpu(), strict=True))]
-        save_text(_csv(rows), artifacts / "tau.csv")
+        save_text(csv_text(rows), artifacts / "tau.csv")
     save_torch(model.encoder.state_dict(), artifacts / "encoder.pt")
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
 
-
-def _csv(rows: list[dict]) -> str:
-    if not rows:
-        return ""
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from ..config import OptimConfig  # the typed ``train.optimizer`` section
+
+__all__ = ["LARS", "OptimConfig", "build_optimizer", "param_groups", "warmup_cosine"]
 
 
 class LARS(torch.optim.Optimizer):
@@ -58,46 +61,6 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
         (no_decay if p.ndim <= 1 else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay},
             {"params": no_decay, "weight_decay": 0.0, "lars": False}]
-
-
-@dataclass(frozen=True)
-class OptimConfig:
-    """``train.optimizer`` in params.yaml. ``lr`` is the base rate; see ``lr_scaling``.
-
-    The warm-up is counted either in epochs (``warmup_epochs``, the papers' unit, may be
-    fractional) or in optimizer steps (``warmup_iters``, as the bimodal trainer counts it);
-    at most one of the two may be non-zero, so a params.yaml never says two different things.
-    """
-
-    name: str = "lars"
-    lr: float = 0.8
-    weight_decay: float = 1e-4
-    momentum: float = 0.9
-    lr_scaling: str = "none"  # "none", "linear" (lr * B / 256) or "sqrt" (lr * sqrt(B), SogCLR)
-    warmup_epochs: float = 10.0
-    warmup_iters: int = 0  # warm-up length in steps; needs warmup_epochs: 0
-    final_lr_fraction: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.name not in ("lars", "sgd", "adamw"):
-            raise ValueError(f"train.optimizer.name must be lars, sgd or adamw, got {self.name!r}")
-        if self.lr_scaling not in ("none", "linear", "sqrt"):
-            raise ValueError(f"train.optimizer.lr_scaling must be none, linear or sqrt, got {self.lr_scaling!r}")
-        if self.lr <= 0 or self.weight_decay < 0 or self.warmup_epochs < 0:
-            raise ValueError(f"train.optimizer: need lr > 0, weight_decay >= 0, warmup_epochs >= 0, got {self}")
-        if isinstance(self.warmup_iters, bool) or not isinstance(self.warmup_iters, int) or self.warmup_iters < 0:
-            raise ValueError(f"train.optimizer.warmup_iters must be an integer >= 0, got {self.warmup_iters!r}")
-        if self.warmup_epochs and self.warmup_iters:
-            raise ValueError(f"train.optimizer.warmup_epochs ({self.warmup_epochs}) and train.optimizer.warmup_iters "
-                             f"({self.warmup_iters}) are both non-zero; set one of them to 0")
-
-    def warmup_steps(self, steps_per_epoch: int) -> int:
-        """The warm-up length in optimizer steps: ``warmup_iters``, or ``warmup_epochs`` epochs rounded to steps."""
-        return self.warmup_iters or round(self.warmup_epochs * steps_per_epoch)
-
-    def scaled_lr(self, batch_size: int) -> float:
-        return {"none": self.lr, "linear": self.lr * batch_size / 256, "sqrt": self.lr * math.sqrt(batch_size)}[
-            self.lr_scaling]
 
 
 def build_optimizer(model: nn.Module, cfg: OptimConfig, batch_size: int) -> torch.optim.Optimizer:

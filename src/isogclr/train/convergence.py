@@ -1,5 +1,8 @@
 """EMC2's convergence study (Yau et al., 2024, Sec. 4.5 / Figure 7) and its pre-computed augmentation study (Figure 3).
 
+A pipeline stage (``python -m isogclr convergence --out runs_convergence``, :func:`write_study`) trains the
+study's runs and writes their curves; the report ``emc2_convergence`` only reads them.
+
 **The finite problem.** Take the first ``num_images`` images of a dataset (EMC2: the first 500
 of STL-10) and pre-compute ``num_augmentations`` = A fixed augmented views of each, once, from a
 seeded generator (EMC2: A = 2). The positive pairs are two distinct views of one image, the
@@ -51,20 +54,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import ConfigError
 from ..data import load_dataset
 from ..data.augment import AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features
+from ..io import save_json, save_text
 from ..losses.registry import build_loss
 from ..models import ContrastiveModel, EncoderConfig, HeadConfig
-from ..train.optim import OptimConfig, build_optimizer
+from .optim import OptimConfig, build_optimizer
 
 METHODS = ("simclr", "sogclr", "emc2")
 FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
@@ -161,7 +167,7 @@ def config_from_params(params: dict, **overrides) -> ConvergenceConfig:
     known = {f.name for f in dataclasses.fields(ConvergenceConfig)}
     unknown = sorted(set(section) - known)
     if unknown:
-        raise ValueError(f"emc2_convergence.{unknown[0]}: unknown key (known: {sorted(known)})")
+        raise ConfigError(f"emc2_convergence.{unknown[0]}: unknown key (known: {sorted(known)})")
     values.update(section)
     values.update(overrides)
     if "methods" in values:
@@ -423,3 +429,24 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
                          "train_seconds": round(run.train_seconds, 2)})
         augmentations = pd.DataFrame(rows)
     return StudyResult(convergence, augmentations, time.perf_counter() - start)
+
+
+def write_study(params: dict, out_dir: Path) -> StudyResult:
+    """Run the study of ``params`` (section ``emc2_convergence``) and write it to ``out_dir``.
+
+    ``config.json``: the resolved :class:`ConvergenceConfig` (and the augmentation values);
+    ``convergence.csv`` (:data:`CURVE_COLUMNS`) and ``augmentations.csv``: the two tables of the report.
+    Every file is written atomically once the whole study has run.
+    """
+    cfg = config_from_params(params)
+    section = params.get("emc2_convergence") or {}
+    values = tuple(section.get("augmentation_values", (2, 4, 8)))
+    infinite = bool(section.get("infinite_augmentation", False))
+    study = run_study(cfg, augmentation_values=values, augmentation_methods=("emc2",), reference_methods=("simclr",),
+                      infinite_augmentation=infinite)
+    out_dir = Path(out_dir)
+    save_text(study.convergence.to_csv(index=False), out_dir / "convergence.csv")
+    save_text(study.augmentations.to_csv(index=False), out_dir / "augmentations.csv")
+    save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
+               "augmentation_values": list(values), "infinite_augmentation": infinite}, out_dir / "config.json")
+    return study

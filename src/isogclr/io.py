@@ -1,14 +1,17 @@
-"""Atomic writes: a file is either its old version or its complete new version, never half written."""
+"""Atomic writes: a file is either its old version or its complete new version, never half written.
+
+The bottom layer's I/O helpers, used by the trainers, the analysis and the pipeline alike.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
-
-import torch
 
 
 def _atomic(path: Path, write) -> None:  # noqa: ANN001
@@ -26,6 +29,8 @@ def _atomic(path: Path, write) -> None:  # noqa: ANN001
 
 
 def save_torch(obj: Any, path: Path) -> None:
+    import torch  # the other writers need no torch (the CLI and the analysis import this module)
+
     _atomic(Path(path), lambda f: torch.save(obj, f))
 
 
@@ -35,3 +40,14 @@ def save_json(obj: Any, path: Path) -> None:
 
 def save_text(text: str, path: Path) -> None:
     _atomic(Path(path), lambda f: f.write(text.encode()))
+
+
+def csv_text(rows: list[dict]) -> str:
+    """Rows as CSV text; the columns are the union of the rows' keys in first-seen order ("" for no rows)."""
+    if not rows:
+        return ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

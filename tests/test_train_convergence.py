@@ -1,4 +1,4 @@
-"""EMC2's convergence study runner (isogclr.analysis.convergence_study) on tiny settings."""
+"""EMC2's convergence study runner (isogclr.train.convergence) on tiny settings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import math
 import pytest
 import torch
 
-from isogclr.analysis.convergence_study import (
+from isogclr.data import load_dataset
+from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
+from isogclr.models import EncoderConfig, HeadConfig
+from isogclr.train.convergence import (
     CURVE_COLUMNS,
     FRESH_VIEWS,
     ConvergenceConfig,
@@ -18,9 +21,6 @@ from isogclr.analysis.convergence_study import (
     run_study,
     train_method,
 )
-from isogclr.data import load_dataset
-from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
-from isogclr.models import EncoderConfig, HeadConfig
 
 
 def tiny(root, **overrides) -> ConvergenceConfig:
@@ -117,3 +117,26 @@ def test_invalid_config_names_the_field(field, value):
 def test_batch_larger_than_subset_is_rejected():
     with pytest.raises(ValueError, match="batch_size"):
         ConvergenceConfig(num_images=4, batch_size=8)
+
+
+def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data, tmp_path):
+    """`python -m isogclr convergence`: the report reads these three files and nothing else."""
+    import json
+
+    import pandas as pd
+
+    from isogclr.train.convergence import write_study
+
+    params = {"data": {"root": str(smoke_data)}, "model": {"encoder": {"width": 4}, "head": {
+        "layers": 2, "hidden_dim": 16, "out_dim": 8}}, "methods": {"emc2": {"beta": 5.0}},
+              "emc2_convergence": {"num_images": 16, "batch_size": 4, "epochs": 1, "eval_every": 1, "num_threads": 1,
+                                   "augmentation_values": [2], "infinite_augmentation": False}}
+    write_study(params, tmp_path / "runs_convergence")
+    out = tmp_path / "runs_convergence"
+    config = json.loads((out / "config.json").read_text())
+    assert config["num_images"] == 16 and config["tau"] == 0.2 and config["fresh_views"] == FRESH_VIEWS
+    assert config["augmentation_values"] == [2] and config["encoder"]["width"] == 4
+    assert list(pd.read_csv(out / "convergence.csv").columns) == CURVE_COLUMNS
+    assert set(pd.read_csv(out / "augmentations.csv").method) == {"emc2", "simclr"}
+    with pytest.raises(ValueError, match="emc2_convergence.epoch: unknown key"):
+        write_study({**params, "emc2_convergence": {"epoch": 3}}, out)

@@ -1,0 +1,189 @@
+"""Image-text pairs in webdataset shards, read with the ``webdataset`` library, streaming.
+
+A shard is a tar of samples ``KEY.jpg`` (or png / webp) + ``KEY.txt`` (+ ``KEY.index``); img2dataset
+(``--output_format webdataset``) writes this layout, and :func:`write_shards` writes it with the dataset index
+stored in every sample (``KEY.index``, an ASCII integer; without it the key itself must be the integer
+index, as img2dataset's zero-padded keys are).
+
+**The distinct-index scheme** (per-sample state needs every index at most once per epoch across processes):
+
+1. the shard list is shuffled with a generator seeded by ``(seed, epoch)``, the same on every rank;
+2. rank ``r`` of ``w`` takes shards ``r, r + w, r + 2w, ...`` of that order (``len(shards) mod w`` shards
+   left out this epoch, different ones next epoch), and its DataLoader workers split those shards again
+   (``webdataset.split_by_worker``): every shard is opened by one worker of one process;
+3. each rank stops after ``steps`` local batches, the same number on every rank, computed from the sample
+   count of every shard (``sizes.json`` beside the shards: ``{shard file name: samples}``, written by
+   :func:`write_shards`; img2dataset's ``*_stats.json`` ``successes`` are read if it is absent) as
+   ``min over ranks of (samples of its shards) // local batch``.
+
+Shards are disjoint and each is read once, so indices are distinct by construction; the training step
+still checks every gathered global batch (:func:`~isogclr.data.streaming.check_distinct`) because a wrong
+``index`` field or a shard listed twice would otherwise corrupt the state silently.
+
+:func:`load_webdataset_tar` keeps the in-memory reading for small sets (tests, retrieval sets).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import torch
+import webdataset as wds
+
+from .captions import CaptionData, _Builder
+from .streaming import Transform
+
+IMAGE_KEYS = "jpg;jpeg;png;webp"
+SIZES_FILE = "sizes.json"
+
+
+def write_shards(samples: Iterable[tuple[bytes, str]], out_dir: Path | str, per_shard: int = 1000,
+                 image_ext: str = "jpg") -> list[Path]:
+    """Write ``(encoded image bytes, caption)`` pairs as ``shard-000000.tar ...`` with ``per_shard`` samples each;
+    sample ``i`` gets key ``%09d`` and ``index`` ``i``. Also writes ``sizes.json``. Returns the shard paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sizes: dict[str, int] = {}
+    with wds.ShardWriter(str(out_dir / "shard-%06d.tar"), maxcount=per_shard, verbose=0) as sink:
+        for i, (image, caption) in enumerate(samples):
+            sink.write({"__key__": f"{i:09d}", image_ext: image, "txt": caption, "index": i})
+            name = f"shard-{i // per_shard:06d}.tar"
+            sizes[name] = sizes.get(name, 0) + 1
+    (out_dir / SIZES_FILE).write_text(json.dumps(sizes, indent=0, sort_keys=True))
+    return [out_dir / name for name in sorted(sizes)]
+
+
+def shard_sizes(shards: Sequence[Path | str]) -> dict[str, int]:
+    """Samples per shard (by file name) from ``sizes.json`` or img2dataset's ``<shard>_stats.json``."""
+    sizes: dict[str, int] = {}
+    for shard in map(Path, shards):
+        manifest = shard.parent / SIZES_FILE
+        if manifest.is_file():
+            sizes.update(json.loads(manifest.read_text()))
+        if shard.name not in sizes:
+            stats = shard.with_name(shard.name.removesuffix(".tar") + "_stats.json")
+            if not stats.is_file():
+                raise FileNotFoundError(f"no sample count for {shard}: expected {manifest} (written by "
+                                        f"isogclr.data.webdataset.write_shards) or {stats} (img2dataset)")
+            sizes[shard.name] = int(json.loads(stats.read_text())["successes"])
+    return {Path(s).name: sizes[Path(s).name] for s in shards}
+
+
+def rank_shards(shards: Sequence[str], epoch: int, seed: int, rank: int, world_size: int) -> list[str]:
+    """Rank ``rank``'s shards of epoch ``epoch`` (steps 1-2 of the scheme in the module docstring)."""
+    if len(shards) < world_size:
+        raise ValueError(f"{len(shards)} shard(s) for {world_size} processes: need at least one shard per process")
+    order = torch.randperm(len(shards), generator=torch.Generator().manual_seed(seed * 100_003 + epoch)).tolist()
+    usable = len(shards) // world_size * world_size
+    return [shards[i] for i in order[:usable][rank::world_size]]
+
+
+def steps_per_epoch(sizes: dict[str, int], shards: Sequence[str], epoch: int, seed: int, world_size: int,
+                    local_batch: int) -> int:
+    """Local batches every rank yields in ``epoch``: the smallest rank's samples // ``local_batch``."""
+    per_rank = [sum(sizes[Path(s).name] for s in rank_shards(shards, epoch, seed, r, world_size))
+                for r in range(world_size)]
+    return min(per_rank) // local_batch
+
+
+def _sample_index(sample: dict) -> int:
+    if "index" in sample:
+        return int(sample["index"])
+    key = sample["__key__"].rpartition("/")[2]
+    if not key.isdigit():
+        raise ValueError(f"{sample.get('__url__')}: sample {sample['__key__']!r} has no 'index' member and its key "
+                         "is not an integer dataset index")
+    return int(key)
+
+
+def _decode_pair(transform: Transform):
+    def decode(sample: dict) -> tuple[torch.Tensor, str, int]:
+        if "image" not in sample or "txt" not in sample:
+            raise ValueError(f"{sample.get('__url__')}: sample {sample['__key__']!r} lacks an image ({IMAGE_KEYS}) "
+                             "or a caption (txt)")
+        return transform(sample["image"].convert("RGB")), sample["txt"], _sample_index(sample)
+    return decode
+
+
+def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, seed: int, rank: int = 0,
+                world_size: int = 1, shuffle_buffer: int = 1000) -> wds.WebDataset:
+    """This rank's samples of one epoch as ``(image uint8 (3, S, S), caption, index)``, decoded in the workers.
+
+    Shards are split by rank (:func:`rank_shards`) and by DataLoader worker; within a worker samples are
+    shuffled in a buffer of ``shuffle_buffer``. Wrap in :func:`shard_loader` for batches.
+    """
+    mine = rank_shards([str(s) for s in shards], epoch, seed, rank, world_size)
+    missing = [s for s in mine if not Path(s).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{missing[0]} not found: webdataset shards are written by e.g. img2dataset "
+                                "with --output_format webdataset")
+    dataset = wds.WebDataset(mine, shardshuffle=False, nodesplitter=None, workersplitter=wds.split_by_worker,
+                             empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
+    if shuffle_buffer > 1:
+        dataset = dataset.shuffle(shuffle_buffer)
+    return (dataset.decode("pil").rename(image=IMAGE_KEYS).map(_decode_pair(transform)))
+
+
+def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, list[str], torch.Tensor]:
+    images, captions, index = zip(*samples, strict=True)
+    return torch.stack(images), list(captions), torch.as_tensor(index, dtype=torch.int64)
+
+
+def shard_loader(shards: Sequence[Path | str], transform: Transform, batch_size: int, epoch: int, seed: int,
+                 rank: int = 0, world_size: int = 1, num_workers: int = 2,
+                 shuffle_buffer: int = 1000) -> Iterator[tuple[torch.Tensor, list[str], torch.Tensor]]:
+    """Exactly :func:`steps_per_epoch` local batches ``(images, captions, index)`` of ``batch_size / world_size``.
+
+    Workers yield decoded samples; the main process re-batches them (webdataset's ``WebLoader`` idiom), so
+    uneven shares between workers do not shorten the epoch.
+    """
+    if batch_size % world_size:
+        raise ValueError(f"batch_size={batch_size} is not divisible by the {world_size} processes")
+    local = batch_size // world_size
+    names = [str(s) for s in shards]
+    steps = steps_per_epoch(shard_sizes(names), names, epoch, seed, world_size, local)
+    if steps == 0:
+        raise ValueError(f"the shards hold fewer than one batch of {local} per process")
+    dataset = shard_pairs(names, transform, epoch, seed, rank, world_size, shuffle_buffer)
+    loader = wds.WebLoader(dataset, batch_size=None, num_workers=num_workers)
+    return _batches(iter(loader), local, steps, names)
+
+
+def _batches(samples: Iterator, local: int, steps: int, shards: Sequence[str]) -> Iterator:
+    for step in range(steps):
+        batch = list(itertools.islice(samples, local))
+        if len(batch) < local:
+            raise RuntimeError(f"the shards ran out at step {step} of {steps}: their sizes.json counts more samples "
+                               f"than they hold (shards: {shards[0]} ...)")
+        yield _stack(batch)
+
+
+def load_webdataset_tar(shards: Path | str | Iterable[Path | str], size: int = 64) -> CaptionData:
+    """All samples of webdataset shards decoded into memory (small sets only): ``KEY.<jpg|jpeg|png|webp>`` +
+    ``KEY.txt``, read with the ``webdataset`` library in shard and member order. Samples lacking an image or a
+    caption, and undecodable images, are skipped, counted and reported in one warning."""
+
+    paths = [Path(shards)] if isinstance(shards, str | Path) else [Path(s) for s in shards]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: webdataset shards are written by e.g. img2dataset "
+                                    "with --output_format webdataset")
+    builder = _Builder(size, ", ".join(str(p) for p in paths))
+    samples = wds.WebDataset([str(p) for p in paths], shardshuffle=False, nodesplitter=None,
+                             workersplitter=None, empty_check=False)
+    for sample in samples:
+        name = f"{Path(sample['__url__']).name}:{sample['__key__']}"
+        image = next((sample[k] for k in IMAGE_KEYS.split(";") if k in sample), None)
+        if image is None or "txt" not in sample:
+            builder.bad.append(name)
+            continue
+        builder.add(name, lambda b=image: io.BytesIO(b), [sample["txt"].decode("utf-8").strip()])
+    return builder.build()
+
+
+__all__ = ["load_webdataset_tar", "rank_shards", "shard_loader", "shard_pairs", "shard_sizes", "steps_per_epoch",
+           "write_shards"]

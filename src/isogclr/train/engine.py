@@ -1,0 +1,159 @@
+"""The one training engine: epochs of steps, the learning-rate schedule, checkpoint and resume, the log.
+
+Every kind of run (unimodal pre-training, image-text pre-training) is a :class:`Task`: it owns its data,
+model, loss and evaluation, and says how one step computes the loss. :func:`fit` does everything that is
+the same for all of them:
+
+* the step loop over ``epochs x steps_per_epoch`` steps, the warm-up + cosine factor set on every
+  parameter group (``group["lr"] = group["base_lr"] * factor``) before each step;
+* the optimizer step (through a ``torch.amp.GradScaler``, a no-op unless fp16 on CUDA), with the loss
+  and the gradient watched by :class:`~isogclr.train.monitor.StepMonitor` (a diverging run stops
+  and says why; per-epoch ``max_weight`` and ``grad_norm`` columns);
+* one row per epoch (``epoch, step, samples_seen, loss, lr, seconds, samples_per_s`` and the task's own
+  columns), written to DVCLive as it goes (:mod:`isogclr.train.curves`) and printed with an ETA;
+* a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, the task's own state such as
+  RNG states) written atomically at the end of every epoch and every ``checkpoint_every`` steps, and a
+  resume from it that gives the same result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from ..io import save_torch
+from .curves import log_epoch, open_curves
+from .monitor import StepMonitor
+from .optim import warmup_cosine
+
+
+class Task(Protocol):
+    """What a kind of run gives the engine (see :mod:`isogclr.train.loop`, :mod:`isogclr.train.bimodal`)."""
+
+    run_id: str
+    method: str  # the methods.<name> entry, for messages
+    model: nn.Module
+    loss_fn: nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    steps_per_epoch: int
+    epochs: int
+    batch_size: int  # the global batch, for samples_seen and samples/s
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        """Prepare epoch ``epoch`` (0-based) from its batch ``start`` (non-zero after a resume)."""
+
+    def loss(self, batch: int) -> torch.Tensor:
+        """The loss of batch ``batch`` of the current epoch (forward only; the engine steps)."""
+
+    def epoch_columns(self, epoch: int) -> dict[str, float]:
+        """The task's own columns of the epoch's row (temperatures, periodic evaluation)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The task's own checkpointed state (RNG states, metrics so far)."""
+
+    def load_state_dict(self, state: dict[str, Any], step: int) -> None:
+        """Restore :meth:`state_dict`'s state when resuming at ``step``."""
+
+
+def _hms(seconds: float) -> str:
+    """``H:MM:SS`` for the per-epoch log line."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
+        curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
+        barrier: Callable[[], None] = lambda: None, is_main: bool = True,
+        on_epoch_end: Callable[[int], None] = lambda epoch: None) -> list[dict]:
+    """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
+
+    ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
+    task's part of the log line; ``barrier``: called after each checkpoint (the processes of a
+    distributed run wait for rank 0's write); ``on_epoch_end``: called with the epoch number after its
+    checkpoint (a hook for the tests that interrupt a run).
+    """
+    ckpt_path = Path(ckpt_path)
+    model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
+    monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
+    for group in optimizer.param_groups:
+        group.setdefault("base_lr", group["lr"])
+    step, rows, losses = 0, [], []
+    if ckpt_path.exists():
+        state = torch.load(ckpt_path, map_location=next(model.parameters()).device, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        loss_fn.load_state_dict(state["loss"])
+        scaler.load_state_dict(state["scaler"])
+        monitor.load_state_dict(state["monitor"])
+        step, rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
+        task.load_state_dict(state["task"], step)
+        _log(f"[{task.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
+
+    def checkpoint() -> None:
+        if is_main:
+            save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "monitor": monitor.state_dict(),
+                        "step": step, "log_rows": rows, "epoch_losses": losses, "task": task.state_dict()}, ckpt_path)
+        barrier()
+
+    live = open_curves(curves_dir, rows) if curves_dir is not None else None
+    model.train()
+    interactive = sys.stderr.isatty() and is_main
+    # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
+    # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
+    loop_start, loop_first_step = time.perf_counter(), step
+    steps_per_epoch = task.steps_per_epoch
+    factor = warmup_cosine(step, total_steps, warmup_steps, final_lr_fraction)
+    while step < total_steps:
+        epoch, start = divmod(step, steps_per_epoch)
+        task.begin_epoch(epoch, start)
+        t0 = time.perf_counter()
+        for b in tqdm(range(start, steps_per_epoch), desc=f"{task.run_id} epoch {epoch + 1}/{task.epochs}",
+                      disable=not interactive, leave=False):
+            factor = warmup_cosine(step, total_steps, warmup_steps, final_lr_fraction)
+            for group in optimizer.param_groups:
+                group["lr"] = group["base_lr"] * factor
+            loss = monitor.loss(step, lambda: task.loss(b))  # noqa: B023 (called at once)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            monitor.gradients(model.parameters())
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+            step += 1
+            if checkpoint_every and step % checkpoint_every == 0 and step < total_steps:
+                checkpoint()
+        seconds = time.perf_counter() - t0
+        row = {"epoch": epoch + 1, "step": step, "samples_seen": step * task.batch_size,
+               "loss": sum(losses) / max(len(losses), 1), "lr": optimizer.param_groups[0]["base_lr"] * factor,
+               "seconds": round(seconds, 3),
+               "samples_per_s": round((steps_per_epoch - start) * task.batch_size / max(seconds, 1e-9), 1)}
+        row.update(task.epoch_columns(epoch))
+        row.update(monitor.epoch_columns())
+        rows.append(row)
+        losses = []
+        if live is not None:
+            log_epoch(live, row)
+            live.make_summary()
+        if is_main:
+            elapsed = time.perf_counter() - loop_start
+            epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
+            eta = epoch_seconds * (total_steps - step) / steps_per_epoch
+            _log(f"[{task.run_id}] epoch {row['epoch']}/{task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
+                 f"{row['samples_per_s']:.0f} samples/s{describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
+        checkpoint()
+        on_epoch_end(epoch + 1)
+    return rows

@@ -1,0 +1,167 @@
+"""The verdict engine on hand-made numbers: each status, ties, one seed, the bootstrap, the sign rule, the paper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isogclr.analysis.stats import bootstrap_spearman, paired_differences, t_interval
+from isogclr.analysis.verdicts import (
+    COLUMNS,
+    Verdict,
+    best_of,
+    combine,
+    compare,
+    correlation,
+    count_statuses,
+    effect,
+    exact,
+    knob_effect,
+    not_testable,
+    paper_difference,
+    per_seed,
+    write_verdicts,
+)
+
+
+def test_t_interval_matches_the_textbook_quantiles():
+    two = t_interval([1.0, 3.0])  # mean 2, s = sqrt(2), t_{0.975, 1} = 12.7062
+    assert two.estimate == 2.0 and two.half_width == pytest.approx(12.7062 * 1.0, abs=1e-3)
+    three = t_interval({0: 1.0, 1: 2.0, 2: 3.0})  # s = 1, t_{0.975, 2} = 4.3027
+    assert three.half_width == pytest.approx(4.3027 / np.sqrt(3), abs=1e-4) and three.n == 3
+    with pytest.raises(ValueError, match="at least 2 seeds, got 1"):
+        t_interval([1.0])
+
+
+def test_pairing_is_by_seed_not_by_position():
+    assert paired_differences({0: 5.0, 1: 7.0, 2: 1.0}, {1: 6.0, 0: 1.0}) == {0: 4.0, 1: 1.0}
+    # a consistent +1 per seed is supported although the seed spread (10 points) dwarfs it
+    v = compare("a > b", ("a", {0: 50.0, 1: 60.0, 2: 70.0}), ("b", {0: 49.0, 1: 59.1, 2: 68.9}))
+    assert v.status == "supported" and v.n_seeds == 3 and v.effect == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("a, status", [((40.0, 41.0, 42.0), "supported"), ((30.0, 31.0, 30.5), "contradicted"),
+                                       ((38.0, 33.0, 36.0), "inconclusive")])
+def test_each_status_of_a_paired_comparison(a, status):
+    b = {0: 35.0, 1: 35.5, 2: 34.5}
+    v = compare("a > b", ("a", dict(enumerate(a))), ("b", b), paper_effect=2.3)
+    assert v.status == status and v.ci_low < v.effect < v.ci_high
+    assert "95% CI" in v.evidence and "(3 seeds)" in v.evidence and "paper: +2.30 points" in v.evidence
+
+
+def test_ties_are_inconclusive():
+    v = compare("a > b", ("a", {0: 50.0, 1: 50.0}), ("b", {0: 50.0, 1: 50.0}))
+    assert v.status == "inconclusive" and v.ci_low == v.ci_high == 0 and "a tie" in v.evidence
+    assert exact("exact tie", 0.0, "x = y").status == "inconclusive"
+
+
+def test_one_seed_is_not_testable_whatever_the_gap():
+    v = compare("a > b", ("a", {0: 90.0, 1: 80.0}), ("b", {0: 10.0}), paper_effect=1.0)
+    assert v.status == "not testable" and "one seed (0)" in v.evidence and v.effect == 80.0 and v.n_seeds == 1
+    assert compare("a > b", ("a", {0: 9.0}), ("b", {1: 1.0})).status == "not testable"
+    with pytest.raises(ValueError, match="cannot rest on 1 seed"):
+        Verdict("c", "supported", "e", effect=1.0, ci_low=0.5, ci_high=1.5, n_seeds=1)
+    with pytest.raises(ValueError, match="containing 0"):
+        Verdict("c", "contradicted", "e", effect=-1.0, ci_low=-2.0, ci_high=0.5, n_seeds=3)
+    with pytest.raises(ValueError, match="status"):
+        Verdict("c", "held", "e")
+
+
+def test_the_paper_effect_statement_says_whether_it_could_have_been_seen():
+    wide = effect("c", {0: -4.0, 1: 6.0, 2: 1.0}, what="a - b", paper_effect=2.3)
+    assert wide.status == "inconclusive" and "could not detect an effect of the paper's size" in wide.evidence
+    narrow = effect("c", {0: -0.1, 1: 0.1, 2: 0.0}, what="a - b", paper_effect=2.3)
+    assert narrow.status == "inconclusive" and "would have been detected" in narrow.evidence
+    assert "paper: no number" in effect("c", {0: 1.0, 1: 2.0}, what="a - b").evidence
+    paper = pd.DataFrame({"method": ["a", "b", "a"], "dataset": ["X", "X", "Y"], "mean": [80.0, 77.7, 1.0]})
+    assert paper_difference(paper, "a", "b", dataset="X") == pytest.approx(2.3)
+    assert paper_difference(paper, "a", "b", dataset="Y") is None
+
+
+def test_best_of_needs_every_rival_beaten():
+    me = ("me", {0: 50.0, 1: 51.0, 2: 52.0})
+    beaten = {"x": {0: 40.0, 1: 41.5, 2: 41.0}, "y": {0: 45.0, 1: 46.0, 2: 46.5}}
+    assert best_of("best", me, beaten).status == "supported"
+    close = best_of("best", me, {**beaten, "z": {0: 51.0, 1: 50.0, 2: 52.5}})
+    assert close.status == "inconclusive" and "vs z: inconclusive" in close.evidence
+    lost = best_of("best", me, {**beaten, "w": {0: 60.0, 1: 61.0, 2: 62.5}, "v": {0: 1.0}})
+    assert lost.status == "contradicted" and lost.effect < 0  # one loss settles it, one-seed rival or not
+    assert combine("all", [not_testable("p", "r"), lost]).status == "contradicted"
+    assert combine("all", [not_testable("p", "r"), best_of("b", me, beaten)]).status == "not testable"
+
+
+def test_knob_effect_against_a_tolerance():
+    flat = {0.1: {0: 50.0, 1: 52.0, 2: 51.0}, 0.4: {0: 50.2, 1: 52.1, 2: 51.3}}
+    steep = {0.1: {0: 50.0, 1: 52.0, 2: 51.0}, 0.4: {0: 55.0, 1: 57.2, 2: 56.1}}
+    assert knob_effect("insensitive", flat, tolerance=1.0, sensitive=False).status == "supported"
+    assert knob_effect("insensitive", steep, tolerance=1.0, sensitive=False).status == "contradicted"
+    assert knob_effect("sensitive", steep, tolerance=1.0, sensitive=True).status == "supported"
+    assert knob_effect("sensitive", flat, tolerance=1.0, sensitive=True).status == "contradicted"
+    noisy = {0.1: {0: 50.0, 1: 52.0, 2: 51.0}, 0.4: {0: 48.0, 1: 55.0, 2: 52.0}}
+    assert knob_effect("insensitive", noisy, tolerance=1.0, sensitive=False).status == "inconclusive"
+    one = knob_effect("insensitive", {0.1: {0: 50.0}, 0.4: {0: 50.5}}, tolerance=1.0, sensitive=False)
+    assert one.status == "not testable" and "no interval" in one.evidence
+
+
+def test_bootstrap_interval_is_seeded_and_covers_the_estimate():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=400)
+    y = x + rng.normal(size=400)
+    a, b = bootstrap_spearman(x, y, n_boot=300, seed=7), bootstrap_spearman(x, y, n_boot=300, seed=7)
+    assert a == b and a.low < a.estimate < a.high and 0.5 < a.estimate < 0.8
+    from scipy.stats import spearmanr
+    assert a.estimate == pytest.approx(spearmanr(x, y).statistic)
+    none = bootstrap_spearman(x, rng.normal(size=400), n_boot=300)
+    assert none.low < 0 < none.high
+
+
+def test_correlation_needs_seeds_that_agree_in_sign():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300)
+    up, down = x + rng.normal(size=300), -x + rng.normal(size=300)
+    kw = {"what": "Spearman(x, y)", "n_boot": 200}
+    assert correlation("c", {0: (x, up), 1: (x, up[::-1][::-1] + 0.1)}, **kw).status == "supported"
+    assert correlation("c", {0: (x, down), 1: (x, down)}, **kw).status == "contradicted"
+    mixed = correlation("c", {0: (x, up), 1: (x, down)}, **kw)
+    assert mixed.status == "inconclusive" and "disagree in sign" in mixed.evidence
+    single = correlation("c", {0: (x, up)}, **kw)
+    assert single.status == "not testable" and "one seed" in single.evidence
+
+
+def test_per_seed_and_the_csv_columns(tmp_path):
+    runs = pd.DataFrame({"method": ["a", "a", "b"], "seed": [0, 1, 0], "top1": [1.0, 2.0, 3.0]})
+    assert per_seed(runs, method="a") == {0: 1.0, 1: 2.0}
+    with pytest.raises(ValueError, match="no row with"):
+        per_seed(runs, method="c")
+    verdicts = [compare("a > b", ("a", {0: 2.0, 1: 3.0}), ("b", {0: 1.0, 1: 1.5})), not_testable("n", "why")]
+    table = write_verdicts(verdicts, tmp_path, "r")
+    back = pd.read_csv(tmp_path / "verdicts" / "r.csv")
+    assert tuple(back.columns) == COLUMNS and list(back.status) == [table.status[0], "not testable"]
+    assert count_statuses(back.status) == {"supported": 0, "contradicted": 0, "inconclusive": 1,
+                                           "not testable": 1}
+    with pytest.raises(ValueError, match="'held'"):
+        count_statuses(["held"])
+
+
+def test_report_helpers_build_verdicts_from_per_seed_tables():
+    from isogclr.analysis.bimodal import ordering_verdict
+    from isogclr.analysis.studies import per_value
+    from isogclr.analysis.temperatures import frequency_verdict
+
+    runs = pd.DataFrame([{"method": m, "seed": s, "dataset": "retrieval_a", "metric": "ir_r1", "value": v}
+                         for m, vals in (("iso", (5.0, 6.0, 7.0)), ("clip", (4.0, 4.9, 6.1)))
+                         for s, v in enumerate(vals)])
+    paper = pd.DataFrame({"method": ["isogclr", "clip"], "dataset": ["MSCOCO"] * 2, "metric": ["ir_r1"] * 2,
+                          "mean": [14.0, 12.0]})
+    v = ordering_verdict(runs, "iso > clip", "iso", "clip", "retrieval_a", "ir_r1", paper, {"iso": "isogclr"})
+    assert v.status == "supported" and v.paper_effect == pytest.approx(2.0) and v.claim.endswith("[retrieval_a ir_r1]")
+    study = pd.DataFrame({"method": "m", "value": [0.1, 0.1, 0.4], "seed": [0, 1, 0], "top1": [1.0, 2.0, 3.0]})
+    assert per_value(study, "m") == {0.1: {0: 1.0, 1: 2.0}, 0.4: {0: 3.0}}
+    rng = np.random.default_rng(2)
+    label = rng.choice(4, 400, p=[0.4, 0.3, 0.2, 0.1])
+    taus = pd.DataFrame({"label": np.tile(label, 2), "run": ["r0"] * 400 + ["r1"] * 400,
+                         "tau": np.tile(-label, 2) * 0.01 + rng.normal(0, 0.005, 800)})
+    taus["class_frequency"] = taus.groupby(["run", "label"])["label"].transform("size")
+    v = frequency_verdict(taus, "frequent -> larger tau", {0: "r0", 1: "r1"})
+    assert v.status == "supported" and v.n_seeds == 2 and "over class means" in v.evidence
