@@ -193,3 +193,18 @@ def test_bimodal_study_runs_and_the_budget_table(tmp_path, smoke_params):
     assert table.loc["sogclr_bimodal", "ours synth10 top1 4 ep"] == "40.00 (n=1)"
     assert table.loc["sogclr_bimodal", "paper top1 b=128 60 ep"] == "71.3"  # SogCLR Table 4
     assert table.loc["clip", "paper top1 b=256 30 ep"] == "69.0"
+
+
+def test_tau_frequency_correlation_of_constant_temperatures_is_nan_without_a_warning(recwarn):
+    import math
+
+    import pandas as pd
+
+    from isogclr.analysis.bimodal import tau_frequency_correlation
+
+    taus = pd.DataFrame({"method": "clip_individual_tau", "seed": 0, "cluster": [0, 0, 1, 2],
+                         "cluster_frequency": [2, 2, 1, 1], "mismatched": [0, 1, 0, 0],
+                         "tau_image": [0.005] * 4, "tau_text": [0.01, 0.02, 0.03, 0.04]})
+    row = tau_frequency_correlation(taus).iloc[0]
+    assert math.isnan(row["spearman_tau_image_pairs"]) and not math.isnan(row["spearman_tau_text_pairs"])
+    assert not [w for w in recwarn if "constant" in str(w.message)]

@@ -149,17 +149,26 @@ def load_bimodal_taus(runs_dir: Path | str, methods: list[str], seeds: list[int]
     return pd.concat(frames, ignore_index=True)
 
 
+def _spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's rho, NaN (not a warning) when either side is constant: a temperature pinned at its bound
+    for every pair has no correlation with anything."""
+    if x.nunique() < 2 or y.nunique() < 2:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
 def tau_frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
     """Per (method, seed): Spearman correlation of tau_image / tau_text with the pair's cluster frequency,
-    over pairs and over cluster means, and the mean tau of mismatched vs matched pairs."""
+    over pairs and over cluster means (NaN where the temperatures are all equal), and the mean tau of
+    mismatched vs matched pairs."""
     rows = []
     for (method, seed), df in taus.groupby(["method", "seed"], sort=False):
         row = {"method": method, "seed": seed, "pairs": len(df)}
         per_cluster = df.groupby("cluster").agg(tau_image=("tau_image", "mean"), tau_text=("tau_text", "mean"),
                                                 frequency=("cluster_frequency", "first"))
         for col in ("tau_image", "tau_text"):
-            row[f"spearman_{col}_pairs"] = spearmanr(df[col], df["cluster_frequency"]).statistic
-            row[f"spearman_{col}_clusters"] = spearmanr(per_cluster[col], per_cluster["frequency"]).statistic
+            row[f"spearman_{col}_pairs"] = _spearman(df[col], df["cluster_frequency"])
+            row[f"spearman_{col}_clusters"] = _spearman(per_cluster[col], per_cluster["frequency"])
             row[f"{col}_mean"] = df[col].mean()
         row["tau_image_mismatched"] = df.loc[df["mismatched"] == 1, "tau_image"].mean()
         row["tau_image_matched"] = df.loc[df["mismatched"] == 0, "tau_image"].mean()
