@@ -17,16 +17,18 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     write_verdicts([compare("claim A", ("a", {0: 3.0, 1: 4.0, 2: 5.0}), ("b", {0: 1.0, 1: 2.1, 2: 2.9}),
                             paper_effect=0.5)], tmp_path, "one")
     write_verdicts([compare("claim B", ("a", {0: 1.0, 1: 5.0}), ("b", {0: 2.0, 1: 3.0})),
-                    not_testable("claim C", "z")], tmp_path, "two")
+                    not_testable("claim C", "z"), compare("claim D", ("a", {0: 2.0}), ("b", {0: 1.0}))],
+                   tmp_path, "two")
     build_index(tmp_path, ["one", "two"], profile="mini")
     readme = (tmp_path / "README.md").read_text()
     assert readme.index("First report") < readme.index("Second report")
-    assert "1 supported, 0 contradicted, 1 inconclusive, 1 not testable" in readme and "claim C" in readme
+    assert "1 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme and "claim C" in readme
     assert "supported | +2.00 [+1.75, +2.25] (3 seeds; paper +0.5) |" in readme  # the effect, its interval, the paper
-    assert "0 supported, 0 contradicted, 1 inconclusive, 1 not testable" in readme  # per report
+    assert "0 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme  # per report
+    assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()
     assert 'href="html/one.html"' in page and (tmp_path / "html" / "two.html").stat().st_size > 0
-    assert pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist() == ["inconclusive", "not testable"]
+    assert pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist() == ["inconclusive", "not testable", "not testable"]
     assert "effect [95% CI]" in page and " inconclusive</td>" in page
     before = page
     build_index(tmp_path, ["one", "two"], profile="mini")
