@@ -12,6 +12,21 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _timing_record(tmp_path):
+    """Training runs in a test write their wall-clock times to a temporary timing record, never the project's
+    timing.csv (isogclr.timing reads ISOGCLR_TIMING_CSV; subprocesses inherit it). Set without ``monkeypatch``,
+    so that a test's ``monkeypatch.undo()`` keeps it."""
+    path = tmp_path / "timing.csv"
+    previous = os.environ.get("ISOGCLR_TIMING_CSV")
+    os.environ["ISOGCLR_TIMING_CSV"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("ISOGCLR_TIMING_CSV", None)
+    else:
+        os.environ["ISOGCLR_TIMING_CSV"] = previous
+
+
 @pytest.fixture(scope="session")
 def smoke_params() -> dict:
     return yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text())

@@ -14,6 +14,7 @@ from isogclr.analysis.embeddings import (
     extremes_summary,
     knn_accuracy,
     load_features,
+    load_train_features,
     separation_metrics,
     subsample,
     tau_extremes,
@@ -43,8 +44,9 @@ def clustered(n: int, classes: int, dim: int, noise: float, seed: int, sizes: np
 def write_fake_runs(root: Path, dataset: str = "synth10", lt_dataset: str = "synth10_lt", seed: int = 0,
                     methods: tuple[str, ...] = ("simclr", "sogclr", "isogclr"), n_train: int = 400,
                     n_test: int = 300, dim: int = 32) -> Path:
-    """Run directories with ``artifacts/features.pt`` (and ``tau.csv`` for the long-tailed iSogCLR run) of the
-    shapes a training run writes, for executing the feature_tsne notebook without training."""
+    """Run directories with ``artifacts/features.pt`` (train features too, and ``tau.csv``, for the
+    long-tailed iSogCLR run) of the shapes a training run writes, for executing the feature_tsne notebook without
+    training."""
     for i, method in enumerate(methods):
         train_x, train_y = clustered(n_train, 10, dim, noise=2.0 - 0.5 * i, seed=10 * i)
         test_x, test_y = clustered(n_test, 10, dim, noise=2.0 - 0.5 * i, seed=10 * i + 1)
@@ -61,10 +63,17 @@ def write_fake_runs(root: Path, dataset: str = "synth10", lt_dataset: str = "syn
 
 
 def _save(run: Path, train_x, train_y, test_x, test_y) -> None:
+    """As a training run with ``export`` writes them: the test split in float16 in artifacts (and the train
+    split, used only for the long-tailed iSogCLR run's Figure 5), all in float32 in local."""
     (run / "artifacts").mkdir(parents=True, exist_ok=True)
+    (run / "local").mkdir(parents=True, exist_ok=True)
+    (run / "metrics.json").write_text("{}")
+    torch.save({"test": torch.from_numpy(test_x).half(), "test_labels": torch.from_numpy(test_y).long(),
+                "train": torch.from_numpy(train_x).half(), "train_labels": torch.from_numpy(train_y).long()},
+               run / "artifacts" / "features.pt")
     torch.save({"train": torch.from_numpy(train_x), "train_labels": torch.from_numpy(train_y),
                 "test": torch.from_numpy(test_x), "test_labels": torch.from_numpy(test_y)},
-               run / "artifacts" / "features.pt")
+               run / "local" / "features.pt")
 
 
 # --- Figure 2 -----------------------------------------------------------------------------------------------
@@ -183,8 +192,21 @@ def test_extremes_summary_and_centroid_distance():
 def test_fake_runs_load(tmp_path):
     root = write_fake_runs(tmp_path)
     features = load_features(root, "isogclr-synth10-s0")
-    assert features["train"].shape == (400, 32) and features["test_labels"].shape == (300,)
-    lt = load_features(root, "isogclr-synth10_lt-s0")
+    assert set(features) == {"test", "test_labels"}  # the committed export: the test split only
+    assert features["test"].shape == (300, 32) and features["test"].dtype == np.float32
+    assert features["test_labels"].shape == (300,) and features["test_labels"].dtype == np.int64
+    lt = load_train_features(root, "isogclr-synth10_lt-s0")
     assert len(pd.read_csv(root / "isogclr-synth10_lt-s0" / "artifacts" / "tau.csv")) == len(lt["train"])
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="dvc repro"):
         load_features(root, "simclr-synth10-s1")
+    (root / "simclr-synth10-s1").mkdir()
+    (root / "simclr-synth10-s1" / "metrics.json").write_text("{}")  # trained, but not exported
+    with pytest.raises(FileNotFoundError, match="was not exported: only the first Table 1 seed exports features"):
+        load_features(root, "simclr-synth10-s1")
+    with pytest.raises(FileNotFoundError, match="was not exported"):
+        load_train_features(root, "simclr-synth10-s1")
+    blob = torch.load(root / "simclr-synth10-s0" / "artifacts" / "features.pt", weights_only=True)
+    torch.save({k: v for k, v in blob.items() if not k.startswith("train")},
+               root / "simclr-synth10-s0" / "artifacts" / "features.pt")
+    with pytest.raises(FileNotFoundError, match="no train features"):
+        load_train_features(root, "simclr-synth10-s0")

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import pytest
 
+from isogclr import timing
 from isogclr.analysis.studies import collect_study, same_settings, study_curves
+from isogclr.analysis.timing import run_seconds
 
 
 def _fake_run(root, study, method, value, top1, tau_init=0.3):
     run = root / study / f"{method}-{value}-s0"
     (run / "artifacts").mkdir(parents=True)
     (run / "metrics.json").write_text(json.dumps({"top1": top1, "knn1_top1": top1 - 1}))
-    (run / "train_log.csv").write_text("epoch,step,samples_seen,loss,seconds,knn1_top1\n1,2,64,1.0,0.5,10\n"
-                                       "2,4,128,0.9,0.5,\n")
+    (run / "train_log.csv").write_text("epoch,step,samples_seen,loss,knn1_top1\n1,2,64,1.0,10\n2,4,128,0.9,\n")
     (run / "artifacts" / "config.json").write_text(json.dumps({"run_id": f"{study}/{method}-{value}-s0",
                                                                "method": {"kwargs": {"rho": value if study == "rho"
                                                                                      else 0.3,
@@ -33,8 +35,18 @@ def test_collect_study_reads_every_value_and_borrowed_points(tmp_path, smoke_par
     assert rho["value"].tolist() == [0.1, 0.3] and rho["top1"].tolist() == [40.0, 42.0]
     both = collect_study(params, "tau_init", tmp_path, extra={0.3: ("rho", 0.3)})
     assert both["value"].tolist() == [0.3, 0.7] and both["top1"].tolist() == [42.0, 45.0]
-    curves = study_curves(params, "rho", tmp_path)
-    assert curves["train_seconds"].tolist() == [0.5, 1.0, 0.5, 1.0]
+    # the times come from the timing record, keyed by the run's folder; an epoch without a row is NaN
+    record = tmp_path / "timing.csv"
+    timing.record(timing.run_key(tmp_path / "rho" / "isogclr-0.1-s0"),
+                  [{"epoch": 2, "seconds": 0.25}, {"epoch": 1, "seconds": 0.5}], path=record)
+    timing.record(timing.run_key(tmp_path / "rho" / "isogclr-0.3-s0"), [{"epoch": 1, "seconds": 0.5}], path=record)
+    curves = study_curves(params, "rho", tmp_path, timing_path=record)
+    assert curves["train_seconds"].tolist()[:3] == [0.5, 0.75, 0.5] and math.isnan(curves["train_seconds"].iloc[3])
+    assert "seconds" not in curves
+    no_record = study_curves(params, "rho", tmp_path, timing_path=tmp_path / "missing.csv")
+    assert no_record["train_seconds"].isna().all() and len(no_record) == 4
+    assert run_seconds(tmp_path / "rho" / "isogclr-0.1-s0", timing_path=record).to_dict("list") == {
+        "epoch": [1, 2], "train_seconds": [0.5, 0.75]}
     diff = same_settings(tmp_path / "rho" / "isogclr-0.3-s0" / "artifacts" / "config.json",
                          tmp_path / "tau_init" / "isogclr-0.7-s0" / "artifacts" / "config.json")
     assert diff == ["method.kwargs.tau_init"]

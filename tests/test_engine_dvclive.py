@@ -9,8 +9,9 @@ from dvclive import Live
 
 from isogclr.train.curves import FilesOnlyLive, log_epoch, open_curves
 
-ROWS = [{"epoch": 1, "step": 12, "loss": 5.5, "lr": 1.2, "samples_per_s": 300.0, "tau_mean": 0.3, "tau_std": 0.01},
-        {"epoch": 2, "step": 24, "loss": 5.0, "lr": 0.2, "samples_per_s": 310.0, "tau_mean": 0.25, "tau_std": 0.02}]
+ROWS = [{"epoch": 1, "step": 12, "loss": 5.5, "lr": 1.2, "tau_mean": 0.3, "tau_std": 0.01},
+        {"epoch": 2, "step": 24, "loss": 5.0, "lr": 0.2, "tau_mean": 0.25, "tau_std": 0.02}]
+WALL_CLOCK = {"timestamp", "seconds", "samples_per_s"}
 
 
 def test_the_overridden_dvclive_hooks_exist():
@@ -44,3 +45,23 @@ def test_replay_drops_a_step_logged_after_the_last_checkpoint(tmp_path):
     assert lines == ["step\tloss", "1\t5.5", "2\t5.0"]  # no timestamp column: replays are byte-identical
     assert json.loads((folder / "metrics.json").read_text()) == {**{k: v for k, v in ROWS[1].items()
                                                                    if k not in ("epoch", "step")}, "step": 2}
+
+
+def assert_no_wall_clock(folder) -> None:
+    """No file of a DVCLive folder has a wall-clock column (tsv/csv header) or key (json): reruns are identical."""
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    assert files
+    for path in files:
+        if path.suffix in (".tsv", ".csv"):
+            header = path.read_text().splitlines()[0].replace(",", "\t").split("\t")
+            assert not WALL_CLOCK & set(header), path
+        elif path.suffix == ".json":
+            assert not WALL_CLOCK & set(json.loads(path.read_text())), path
+        assert path.stem not in WALL_CLOCK, path
+
+
+def test_no_wall_clock_even_if_a_row_has_it(tmp_path):
+    """Rows from an older checkpoint may still carry seconds / samples_per_s: they are not curves."""
+    folder = tmp_path / "dvclive"
+    open_curves(folder, [{**row, "seconds": 1.5, "samples_per_s": 300.0} for row in ROWS])
+    assert_no_wall_clock(folder)

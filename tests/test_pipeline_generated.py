@@ -88,8 +88,14 @@ def test_a_new_study_is_a_params_block(params):
                                   "values": [0.7, 0.8], "dataset": "synth10_lt", "seeds": [0]}
     stages = build_pipeline(params, ROOT)["stages"]
     stage = stages["study_beta0"]
-    assert stage["matrix"]["value"] == "${studies.beta0.values}" and "studies.beta0" in stage["params"]
-    assert "--study beta0" in stage["cmd"] and "data/synthetic" in stage["deps"]
+    # one stage per (method, seed) runs every value; each value's run folder is an output
+    assert stage["matrix"] == {"method": "${studies.beta0.methods}", "seed": "${studies.beta0.seeds}"}
+    assert "studies.beta0" in stage["params"] and "--tuned" not in stage["cmd"]
+    assert "--study beta0" in stage["cmd"] and "data/synthetic.json" in stage["deps"]
+    assert [next(iter(m)) for m in stage["metrics"]] == [
+        "studies/beta0/${item.method}-0.7-s${item.seed}/metrics.json",
+        "studies/beta0/${item.method}-0.8-s${item.seed}/metrics.json"]
+    assert all(next(iter(o.values())) == {"cache": False} for o in stage["outs"])  # in git: a clone is a replica
     assert "studies/beta0" in stages["ablations"]["deps"] and "studies.beta0" in stages["ablations"]["params"]
     assert "studies/beta0" not in stages["small_batch"]["deps"]
 
@@ -103,7 +109,11 @@ def test_a_study_naming_an_unknown_report_is_refused(params):
 
 def test_one_metrics_file_per_run_and_comparison_plots(pipeline):
     train = pipeline["stages"]["train"]
-    assert [list(m)[0] for m in train["metrics"]] == ["runs/${item.method}-${item.dataset}-s${item.seed}/metrics.json"]
+    seeds = load_params(ROOT / "params.yaml")["table1"]["seeds"]  # one stage per (method, dataset) runs every seed
+    assert [list(m)[0] for m in train["metrics"]] == [f"runs/${{item.method}}-${{item.dataset}}-s{s}/metrics.json"
+                                                      for s in seeds]
+    assert train["cmd"].endswith(f"--seed {' '.join(map(str, seeds))} --tuned --export-seed {seeds[0]}")
+    assert "tuning/${item.method}/selected.json" in train["deps"] and "table1.seeds" in train["params"]
     assert "plots" not in train  # no one-run charts: the top-level plots compare runs
     (table1,) = [p for p in pipeline["plots"] if next(iter(p)).startswith("table1_loss")]
     assert len(next(iter(table1.values()))["y"]) == len(load_params(ROOT / "params.yaml")["table1"]["methods"])

@@ -28,7 +28,8 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()
     assert 'href="html/one.html"' in page and (tmp_path / "html" / "two.html").stat().st_size > 0
-    assert pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist() == ["inconclusive", "not testable", "not testable"]
+    statuses = pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist()
+    assert statuses == ["inconclusive", "not testable", "not testable"]
     assert "effect [95% CI]" in page and " inconclusive</td>" in page
     before = page
     build_index(tmp_path, ["one", "two"], profile="mini")

@@ -17,10 +17,13 @@ import timm
 import torch
 import yaml
 
+from isogclr import timing
 from isogclr.config import ConfigError, run_config
 from isogclr.models import EncoderConfig, build_encoder
 from isogclr.train.loop import train_run
 from isogclr.train.optim import LARS, OptimConfig, param_groups, warmup_cosine
+
+from .test_engine_dvclive import assert_no_wall_clock
 
 
 def smoke_run(params, data_root, method="isogclr", **train):
@@ -30,11 +33,19 @@ def smoke_run(params, data_root, method="isogclr", **train):
     return run_config(params, method, "synth10", 0), params
 
 
-def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_data):
+def run_files(run) -> set[str]:
+    return {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and "dvclive" not in p.parts}
+
+
+def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_data, _timing_record):
     cfg, _ = smoke_run(smoke_params, smoke_data)
     outs = []
-    for name in ("a", "b"):
-        metrics = train_run(cfg, tmp_path / name, tmp_path / f"ckpt_{name}")
+    stale = tmp_path / "b" / "artifacts"  # a folder exported before, in the former layout: nothing stale stays
+    stale.mkdir(parents=True)
+    for name in ("encoder.pt", "features.pt"):
+        (stale / name).write_bytes(b"old")
+    for name, export in (("a", True), ("b", False)):
+        metrics = train_run(cfg, tmp_path / name, tmp_path / f"ckpt_{name}", export=export)
         outs.append((metrics, (tmp_path / name / "artifacts" / "tau.csv").read_text()))
         assert not (tmp_path / f"ckpt_{name}" / "checkpoint.pt").exists()  # removed once outputs are written
     assert outs[0] == outs[1]
@@ -44,12 +55,53 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     taus = [float(line.split(",")[-1]) for line in outs[0][1].splitlines()[1:]]
     assert len(taus) == 400 and all(0.05 <= t <= 1.0 for t in taus)
     assert len((run / "train_log.csv").read_text().splitlines()) == 1 + cfg.train.epochs
-    # the exported encoder loads by the timm name and width recorded in config.json
+    # what a run keeps: small committed files (the export only with export=True) and the float32 local/ copies
+    committed = {"metrics.json", "train_log.csv", "artifacts/config.json", "artifacts/tau.csv"}
+    local = {"local/encoder.pt", "local/features.pt"}
+    assert run_files(run) == committed | local | {"artifacts/encoder.pt", "artifacts/features.pt"}
+    assert run_files(tmp_path / "b") == committed | local
+    assert sorted(p.name for p in (run / "dvclive").iterdir()) == ["metrics.json", "plots"]
+    # no wall clock in the result files: identical across the two runs, times in the timing record
+    for name in ("train_log.csv", "metrics.json"):
+        assert (run / name).read_text() == (tmp_path / "b" / name).read_text(), name
+    header = (run / "train_log.csv").read_text().splitlines()[0].split(",")
+    assert not {"seconds", "samples_per_s", "timestamp"} & set(header)
+    for folder in (run / "dvclive", tmp_path / "b" / "dvclive"):
+        assert_no_wall_clock(folder)
+    record = timing.read(_timing_record)
+    for name in ("a", "b"):
+        rows = [r for r in record if r["run"] == timing.run_key(tmp_path / name)]
+        assert [r["epoch"] for r in rows] == list(range(1, cfg.train.epochs + 1))
+        assert all(r["seconds"] > 0 and r["samples_per_s"] > 0 for r in rows)
+    # the exported encoder (float16, committed) loads by the timm name and width recorded in config.json
+    half = torch.load(run / "artifacts" / "encoder.pt", weights_only=True)
+    full = torch.load(run / "local" / "encoder.pt", weights_only=True)
+    assert half.keys() == full.keys()
+    assert all(v.dtype == (torch.float16 if full[k].is_floating_point() else full[k].dtype) for k, v in half.items())
+    assert all(v.dtype != torch.float16 for v in full.values())
+    assert (run / "artifacts" / "encoder.pt").stat().st_size < 0.6 * (run / "local" / "encoder.pt").stat().st_size
     encoder_cfg = json.loads((run / "artifacts" / "config.json").read_text())["encoder"]
     assert encoder_cfg["timm_name"] == "isogclr_resnet18_cifar"
     encoder = timm.create_model(encoder_cfg["timm_name"], width=encoder_cfg["width"], num_classes=0,
                                 checkpoint_path=str(run / "artifacts" / "encoder.pt"))
-    assert encoder(torch.randn(2, 3, 16, 16)).shape == (2, encoder.num_features)
+    assert next(encoder.parameters()).dtype == torch.float32
+    reference = timm.create_model(encoder_cfg["timm_name"], width=encoder_cfg["width"], num_classes=0,
+                                  checkpoint_path=str(run / "local" / "encoder.pt"))
+    encoder.eval(), reference.eval()  # before any forward: a train-mode pass would move BatchNorm's statistics
+    x = torch.randn(2, 3, 16, 16)
+    assert encoder(x).shape == (2, encoder.num_features)
+    torch.testing.assert_close(encoder(x), reference(x), rtol=0.05, atol=0.05)  # float16 weights: close
+    # the exported features: float16 features and int64 labels of the test split, and of the train split for a
+    # loss with per-sample temperatures (Figure 5 reads them beside tau.csv)
+    blob = torch.load(run / "artifacts" / "features.pt", weights_only=True)
+    features = torch.load(run / "local" / "features.pt", weights_only=True)
+    assert set(blob) == {"test", "test_labels", "train", "train_labels"}
+    for split in ("test", "train"):
+        assert blob[split].dtype == torch.float16 and blob[f"{split}_labels"].dtype == torch.int64
+        assert torch.equal(blob[f"{split}_labels"], features[f"{split}_labels"].long())
+        torch.testing.assert_close(blob[split].float(), features[split], rtol=1e-2, atol=1e-2)
+    assert len(blob["train"]) == len(taus)
+    assert set(features) == {"train", "train_labels", "test", "test_labels"}
 
 
 def read_tsv(path) -> list[dict]:
@@ -58,7 +110,7 @@ def read_tsv(path) -> list[dict]:
         return [{k: v for k, v in row.items() if k != "timestamp"} for row in csv.DictReader(f, delimiter="\t")]
 
 
-def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smoke_data):
+def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smoke_data, _timing_record):
     """Kill a real run (SIGKILL) after its first checkpoint, start it again: same metrics as uninterrupted."""
     _, params = smoke_run(smoke_params, smoke_data, epochs=6, checkpoint_every=3)
     path = tmp_path / "params.yaml"
@@ -69,7 +121,7 @@ def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smok
                 "--dataset", "synth10", "--seed", "0", "--out", str(tmp_path / out),
                 "--checkpoints", str(tmp_path / f"ckpt_{out}")]
 
-    subprocess.run(command("straight"), check=True, capture_output=True)
+    subprocess.run(command("straight") + ["--export-seed", "0"], check=True, capture_output=True)
     proc = subprocess.Popen(command("killed"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     ckpt = tmp_path / "ckpt_killed" / "isogclr-synth10-s0" / "checkpoint.pt"
     deadline = time.time() + 120
@@ -84,28 +136,32 @@ def test_resume_after_sigkill_gives_the_same_result(tmp_path, smoke_params, smok
     for name in ("metrics.json", "artifacts/tau.csv", "train_log.csv"):
         straight = (tmp_path / "straight" / "isogclr-synth10-s0" / name).read_text()
         killed = (tmp_path / "killed" / "isogclr-synth10-s0" / name).read_text()
-        if name == "train_log.csv":  # wall-clock columns differ; the losses must not
-            straight, killed = ([line.split(",")[:4] for line in t.splitlines()] for t in (straight, killed))
-        assert straight == killed, name
+        assert straight == killed, name  # no wall clock in any of them
+    # --export-seed N exports the run whose seed is N: float16 encoder and test features in artifacts/
+    exported = {p.name for p in (tmp_path / "straight" / "isogclr-synth10-s0" / "artifacts").iterdir()}
+    assert {"encoder.pt", "features.pt"} <= exported
+    assert not {"encoder.pt", "features.pt"} & {p.name for p in (tmp_path / "killed" / "isogclr-synth10-s0" /
+                                                                       "artifacts").iterdir()}
     # DVCLive: one row per epoch in every curve, the same steps and values (throughput is wall clock)
     live = {out: tmp_path / out / "isogclr-synth10-s0" / "dvclive" for out in ("straight", "killed")}
     for out, folder in live.items():
         assert sorted(p.name for p in folder.iterdir()) == ["metrics.json", "plots"], out  # no dvc.yaml, no report
     curves = sorted(p.name for p in (live["straight"] / "plots" / "metrics").iterdir())
     # max_weight: the largest weight of the loss's gradient, logged when the loss reports it (step_stats)
-    assert set(curves) - {"max_weight.tsv"} == {"grad_norm.tsv", "loss.tsv", "lr.tsv", "samples_per_s.tsv",
-                                                "tau_mean.tsv", "tau_std.tsv"}
+    assert set(curves) - {"max_weight.tsv"} == {"grad_norm.tsv", "loss.tsv", "lr.tsv", "tau_mean.tsv", "tau_std.tsv"}
     assert sorted(p.name for p in (live["killed"] / "plots" / "metrics").iterdir()) == curves
     for curve in curves:
         straight, killed = (read_tsv(live[out] / "plots" / "metrics" / curve) for out in ("straight", "killed"))
         assert [int(r["step"]) for r in killed] == list(range(1, params["train"]["epochs"] + 1)), curve
-        if curve == "samples_per_s.tsv":
-            straight, killed = ([r["step"] for r in rows] for rows in (straight, killed))
         assert straight == killed, curve
+    for folder in live.values():
+        assert_no_wall_clock(folder)
     summaries = [json.loads((live[out] / "metrics.json").read_text()) for out in ("straight", "killed")]
-    for summary in summaries:
-        summary.pop("samples_per_s")
     assert summaries[0] == summaries[1]
+    # the resumed run records every epoch's time, the ones before the kill from its checkpoint
+    killed_rows = [r for r in timing.read(_timing_record)
+                   if r["run"] == timing.run_key(tmp_path / "killed" / "isogclr-synth10-s0")]
+    assert [r["epoch"] for r in killed_rows] == list(range(1, params["train"]["epochs"] + 1))
     assert summaries[0]["step"] == params["train"]["epochs"]
     assert summaries[0]["top1"] == json.loads((tmp_path / "straight" / "isogclr-synth10-s0" / "metrics.json")
                                               .read_text())["top1"]
@@ -202,8 +258,9 @@ def test_tau_simclr_trains_with_an_extra_head_output_and_eval_curve(tmp_path, sm
     cfg = run_config(params, "tau_simclr", "synth10", 0)
     metrics = train_run(cfg, tmp_path / "run", tmp_path / "ckpt")
     assert 0.0 <= metrics["top1"] <= 100.0
-    state = torch.load(tmp_path / "run" / "artifacts" / "encoder.pt")
-    assert state  # the encoder exported; the head had out_dim + 1 outputs
+    state = torch.load(tmp_path / "run" / "local" / "encoder.pt")
+    assert state  # the encoder saved; the head had out_dim + 1 outputs
+    assert not (tmp_path / "run" / "artifacts" / "encoder.pt").exists()  # not exported (export=False)
     log = (tmp_path / "run" / "train_log.csv").read_text().splitlines()
     header = log[0].split(",")
     assert "knn1_top1" in header and "samples_seen" in header

@@ -8,7 +8,9 @@ import json
 
 import pandas as pd
 import pytest
+import torch
 
+from isogclr import timing
 from isogclr.config import ConfigError, bimodal_run_config, validate_params
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
 from isogclr.train import bimodal
@@ -41,7 +43,7 @@ def params(tmp_path_factory) -> dict:
     }
 
 
-def test_run_writes_metrics_in_range(tmp_path, params):
+def test_run_writes_metrics_in_range(tmp_path, params, _timing_record):
     cfg = bimodal_run_config(params, "clip", 0)
     metrics = bimodal.train_bimodal_run(cfg, tmp_path / "run", tmp_path / "ckpt")
     expected = {f"retrieval_{s}_{d}_r{k}" for s in "ab" for d in ("ir", "tr") for k in (1, 5, 10)}
@@ -53,8 +55,15 @@ def test_run_writes_metrics_in_range(tmp_path, params):
     assert set(json.loads((run / "metrics.json").read_text())) == expected
     log = list(csv.DictReader((run / "train_log.csv").open()))
     assert [int(r["epoch"]) for r in log] == [1, 2]
-    assert {"loss", "lr", "seconds", "retrieval_a_ir_r1"} <= set(log[0])
-    assert {"config.json", "tokenizer.json", "model.pt"} <= {p.name for p in (run / "artifacts").iterdir()}
+    assert {"loss", "lr", "retrieval_a_ir_r1"} <= set(log[0])
+    assert not {"seconds", "samples_per_s", "timestamp"} & set(log[0])  # wall clock: in the timing record
+    assert [r["epoch"] for r in timing.read(_timing_record)] == [1, 2]
+    assert timing.read(_timing_record)[0]["run"] == timing.run_key(run)
+    files = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and "dvclive" not in p.parts}
+    assert files == {"metrics.json", "train_log.csv", "artifacts/config.json", "artifacts/tokenizer.json",
+                     "local/model.pt"}
+    state = torch.load(run / "local" / "model.pt", weights_only=True)  # float32, for the user only
+    assert state and all(isinstance(v, torch.Tensor) for v in state.values())
     assert not (run / "artifacts" / "tau.csv").exists()  # a global temperature: no per-pair file
     assert not (tmp_path / "ckpt" / "checkpoint.pt").exists()
 
@@ -208,3 +217,28 @@ def test_tau_frequency_correlation_of_constant_temperatures_is_nan_without_a_war
     row = tau_frequency_correlation(taus).iloc[0]
     assert math.isnan(row["spearman_tau_image_pairs"]) and not math.isnan(row["spearman_tau_text_pairs"])
     assert not [w for w in recwarn if "constant" in str(w.message)]
+
+
+def test_resume_from_a_checkpoint_of_the_former_layout_moves_its_wall_clock(tmp_path, params, monkeypatch,
+                                                                             _timing_record):
+    """A checkpoint written before the timing record kept seconds / samples_per_s in its rows: a resumed run
+    writes them to the timing record, not to train_log.csv."""
+    cfg = bimodal_run_config(params, "clip", 0)
+
+    def stop(run_id: str, epoch: int) -> None:
+        if epoch == 1:
+            raise KeyboardInterrupt("interrupted after epoch 1")
+
+    monkeypatch.setattr(bimodal, "on_epoch_end", stop)
+    with pytest.raises(KeyboardInterrupt):
+        bimodal.train_bimodal_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    monkeypatch.undo()
+    path = tmp_path / "ckpt" / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    for row, t in zip(state["log_rows"], state.pop("timings"), strict=True):
+        row.update(seconds=t["seconds"], samples_per_s=t["samples_per_s"])
+    torch.save(state, path)
+    bimodal.train_bimodal_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    header = (tmp_path / "run" / "train_log.csv").read_text().splitlines()[0].split(",")
+    assert not {"seconds", "samples_per_s"} & set(header)
+    assert [r["epoch"] for r in timing.read(_timing_record)] == [1, 2]

@@ -38,7 +38,13 @@ def test_study_columns_finite_and_deterministic(smoke_data):
     assert sorted(curve.method.unique()) == ["emc2", "simclr", "sogclr"]
     assert curve.groupby("method").epoch.apply(list).map(tuple).unique().tolist() == [(0, 1, 2)]
     assert (curve.samples_seen == curve.epoch * 4 * (16 // 4)).all()
-    assert curve[["objective", "grad_norm_sq", "seconds"]].map(math.isfinite).all().all()
+    assert curve[["objective", "grad_norm_sq"]].map(math.isfinite).all().all()
+    assert "seconds" not in curve.columns and "train_seconds" not in first.augmentations.columns  # no wall clock
+    # the wall clock stays with the runs (for the timing record): one row per epoch, the step at its end
+    timings = {run.name: run.timings for run in first.runs}
+    assert sorted(timings) == ["emc2-A2", "emc2-A3", "simclr-A2", "sogclr-A2"]
+    assert all([t["step"] for t in rows] == [4, 8] and all(t["seconds"] >= 0 for t in rows)
+               for rows in timings.values())
     assert (curve.grad_norm_sq > 0).all()
     # every method starts from the same weights, so the same exact value at epoch 0
     assert curve[curve.epoch == 0].objective.nunique() == 1
@@ -119,7 +125,7 @@ def test_batch_larger_than_subset_is_rejected():
         ConvergenceConfig(num_images=4, batch_size=8)
 
 
-def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data, tmp_path):
+def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data, tmp_path, _timing_record):
     """`python -m isogclr convergence`: the report reads these three files and nothing else."""
     import json
 
@@ -138,5 +144,19 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     assert config["augmentation_values"] == [2] and config["encoder"]["width"] == 4
     assert list(pd.read_csv(out / "convergence.csv").columns) == CURVE_COLUMNS
     assert set(pd.read_csv(out / "augmentations.csv").method) == {"emc2", "simclr"}
+    assert "train_seconds" not in pd.read_csv(out / "augmentations.csv").columns
+    # the times: in the timing record, one row per epoch of every run, read back for the report
+    from isogclr import timing
+    from isogclr.analysis.timing import convergence_seconds
+
+    record = timing.read(_timing_record)
+    assert sorted({r["run"] for r in record}) == [timing.run_key(out / f"{m}-A2") for m in ("emc2", "simclr", "sogclr")]
+    assert all(set(r) == {"run", "step", "seconds"} and r["step"] == 4 for r in record)
+    curve = pd.read_csv(out / "convergence.csv")
+    seconds = convergence_seconds(curve, out)
+    assert seconds[curve.step == 0].eq(0).all() and seconds[curve.step == 4].gt(0).all()
+    totals = convergence_seconds(pd.read_csv(out / "augmentations.csv"), out, final=True)
+    assert totals.notna().all()
+    assert convergence_seconds(curve, tmp_path / "elsewhere").isna().all()  # no row in the record: NaN
     with pytest.raises(ValueError, match="emc2_convergence.epoch: unknown key"):
         write_study({**params, "emc2_convergence": {"epoch": 3}}, out)

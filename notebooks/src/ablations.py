@@ -12,6 +12,11 @@
 # (the paper's own yardstick: rho moves iSogCLR "by at most about 1 point"): every pair of values gets the
 # 95% t interval of its paired difference; a pair differs when its interval lies beyond the tolerance, is
 # equivalent when inside it. With one seed per value there is no interval: the claim is not testable.
+#
+# **At mini scale these are side studies, not testable by design.** The hour goes to the central claims
+# (Table 1 at three seeds, the budget ladder, the temperature-frequency ground truth; README: where the
+# hour goes), so each study here runs one seed at 10 epochs: its tables show the direction of each knob's
+# effect, and every verdict says "not testable" (one seed). The paper profile runs them at the papers' scale.
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

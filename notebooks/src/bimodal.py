@@ -52,6 +52,7 @@ from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, combine, compare, effect, not_testable, per_seed, write_verdicts
 from isogclr.analysis.verdicts import correlation as correlation_verdict
 from isogclr.config import bimodal_run_id, bimodal_study_spec, load_params
+from isogclr.data.manifest import ensure_tracked
 
 params = load_params(params_path)
 spec = params["bimodal"]
@@ -190,6 +191,7 @@ k = 6
 iso = taus[(taus.method == "isogclr_bimodal") & (taus.seed == seeds[0])] if "isogclr_bimodal" in tau_methods \
     else taus[taus.seed == seeds[0]]
 largest, smallest = tau_extremes(iso, k)
+ensure_tracked(Path(spec["data"]))  # a generated folder is rebuilt from its manifest if missing (fresh clone)
 image_root = Path(spec["data"]) / "train"
 fig, axes = plt.subplots(2, k, figsize=(2.2 * k, 5.6))  # constrained layout leaves room for the captions
 for row, (title, picked) in enumerate((("largest", largest), ("smallest", smallest))):

@@ -13,9 +13,11 @@
 # the classes in feature space (cosine distance, on L2-normalised encoder features), the leave-one-out 5-NN
 # accuracy of the classes in feature space (cosine) and in the 2-D t-SNE embedding. For Figure 5 we compare
 # the mean cosine distance to the class centre (in feature space) of the 10% largest-tau and the 10%
-# smallest-tau training samples. Features are the frozen encoder outputs each run exports
-# (`artifacts/features.pt`); t-SNE (scikit-learn, PCA init, fixed `random_state`) runs on at most
-# `max_points` points per panel. One seed is shown, so a difference is only suggestive unless it is large.
+# smallest-tau training samples. Test features are the frozen encoder outputs (float16) that the first Table 1
+# seed's runs export (`artifacts/features.pt`, committed, with the *train* features too for the iSogCLR runs:
+# Figure 5 reads them beside the learned temperatures `tau.csv`). t-SNE
+# (scikit-learn, PCA init, fixed `random_state`) runs on at most `max_points` points per panel. One seed is
+# shown, so a difference is only suggestive unless it is large.
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -41,6 +43,7 @@ import pandas as pd
 from isogclr.analysis.embeddings import (
     extremes_summary,
     load_features,
+    load_train_features,
     separation_metrics,
     subsample,
     tau_extremes,
@@ -94,7 +97,7 @@ save_figure(fig, reports_dir, "feature_tsne")
 
 # %%
 lt_run = run_id(tau_method, lt_dataset, seed)
-lt_features = load_features(runs_dir, lt_run)
+lt_features = load_train_features(runs_dir, lt_run)
 taus = load_temperatures(runs_dir, [lt_run])
 summary = extremes_summary(taus, lt_features["train"], fraction=0.1)
 large, small = tau_extremes(taus["tau"].to_numpy(), 0.1)

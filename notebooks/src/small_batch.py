@@ -13,8 +13,10 @@
 #
 # **Our setting**: the studies `batch_size`, `small_batch`, `standard_batch` and `burn_in` of `params.yaml` (one dataset,
 # a short schedule, the same learning rate at every batch size: LARS adapts the step per layer). The
-# 1-NN test accuracy is logged every `train.eval_every` epochs; time is the training time of the
-# run on this machine (evaluation excluded).
+# 1-NN test accuracy is logged every `train.eval_every` epochs; time is the run's cumulative training time
+# (evaluation excluded) from the timing record `timing.csv` (`isogclr.timing`): the wall clock on
+# the machine that ran each run, tracked in git but no DVC dependency, so the curves against time show the last
+# measured times (a run without rows in the record has no points against time).
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -146,13 +148,13 @@ for (left, right), b in zip(axes, (small_b, standard_b)):
         right.plot(group["train_seconds"], group["knn1_top1"], "o-", label=method)
     left.set_xlabel("samples seen")
     left.set_ylabel("1-NN test top-1 (%)")
-    right.set_xlabel("training time on this machine (s)")
+    right.set_xlabel("training time (s, timing.csv: last measured)")
     left.legend()
     left.set_title(f"b = {b}, {small.dataset}")
     right.set_title(f"b = {b}, against wall-clock time")
 save_figure(fig, reports_dir, "emc2_curves")
 seconds = curves.groupby(["value", "method"])["train_seconds"].max()
-seconds.round(1).to_frame("training seconds")
+seconds.round(1).to_frame("training seconds (timing.csv)")
 
 # %% [markdown]
 # ## EMC2 Figure 4: the burn-in P

@@ -15,6 +15,8 @@
 # with every convention of the authors' code (`convention: official`: kernel, per-view s, weight of
 # the positive, clipping of G(tau), the two views' terms summed; the table of
 # `src/isogclr/losses/conventions.py`), each compared with its method's paper row.
+# Table 1's SimCLR, SogCLR and iSogCLR settings are the ones selected on a validation split carved from the
+# training set, the same budget of candidates for every method (see the `budget_ladder` report's selection table).
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

@@ -48,58 +48,109 @@ def _device_warnings(params: dict) -> list[str]:
 
 def _synthetic(args: argparse.Namespace) -> int:
     from .config import load_params, synthetic_spec
+    from .data.manifest import SYNTHETIC, manifest_path, spec_dict, write_manifest
     from .data.synthetic import write_synthetic
 
     params = load_params(args.params)
     spec = synthetic_spec(params)
     t0 = time.perf_counter()
     write_synthetic(spec, Path(args.out))
-    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({spec})")
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), SYNTHETIC)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
+          f"{time.perf_counter() - t0:.1f}s ({spec})")
     return 0
 
 
 def _fashion_mnist_mini(args: argparse.Namespace) -> int:
     from .config import fashion_mnist_mini_spec, load_params
     from .data.fashion_mnist import write_fashion_mnist_mini
+    from .data.manifest import FASHION_MNIST_MINI, manifest_path, spec_dict, write_manifest
 
     params = load_params(args.params)
     spec = fashion_mnist_mini_spec(params)
     t0 = time.perf_counter()
     counts = write_fashion_mnist_mini(spec, Path((params.get("data") or {}).get("root", "data")), Path(args.out))
-    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({counts}, {spec})")
+    write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), FASHION_MNIST_MINI)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} in {time.perf_counter() - t0:.1f}s "
+          f"({counts}, {spec})")
     return 0
 
 
 def _synthetic_pairs(args: argparse.Namespace) -> int:
     from .config import load_params, pair_spec
+    from .data.manifest import SYNTHETIC_PAIRS, manifest_path, spec_dict, write_manifest
     from .data.synthetic_pairs import write_synthetic_pairs
 
     spec = pair_spec(load_params(args.params))
     t0 = time.perf_counter()
     write_synthetic_pairs(spec, Path(args.out))
-    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f}s ({spec})")
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out),
+                              SYNTHETIC_PAIRS)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
+          f"{time.perf_counter() - t0:.1f}s ({spec})")
+    return 0
+
+
+def _restore_data(args: argparse.Namespace) -> int:
+    from .data.manifest import restore
+
+    t0 = time.perf_counter()
+    done = restore(args.root)
+    if not done:
+        print(f"no dataset manifest {Path(args.root)}/*.json: nothing to restore (the data stages write them)")
+        return 0
+    for name, state, seconds in done:
+        print(f"{Path(args.root) / name}: {state} ({seconds:.1f}s)")
+    print(f"restored {len(done)} generated dataset(s) from their manifests in {time.perf_counter() - t0:.1f}s")
     return 0
 
 
 def _train(args: argparse.Namespace) -> int:
+    """One run, or several in one process (a grid run at several seeds; a study's values x seeds)."""
     import yaml
 
-    from .config import ConfigError, load_params, run_config, study_run_config, validate_params
+    from .config import (
+        ConfigError,
+        load_params,
+        run_config,
+        study_run_config,
+        study_spec,
+        validate_params,
+        with_selection,
+    )
     from .train.loop import train_run
 
     params = load_params(args.params)
     validate_params(params)
+    if args.tuned:  # the method's knobs selected on the validation split (tuning/<method>/selected.json)
+        params = with_selection(params, args.method)
     if args.study is None:
-        if args.dataset is None or args.value is not None:
-            raise ConfigError("train: give --dataset (a grid run), or --study and --value (a study run)")
-        cfg, out = run_config(params, args.method, args.dataset, args.seed), Path(args.out)
+        if args.dataset is None or args.value is not None or not args.seed:
+            raise ConfigError("train: give --dataset and --seed (a grid run), or --study (a study's runs)")
+        configs, out = [run_config(params, args.method, args.dataset, seed) for seed in args.seed], Path(args.out)
     else:
-        if args.value is None or args.dataset is not None:
-            raise ConfigError(f"studies.{args.study}: give --value (the study sets its own dataset)")
-        cfg = study_run_config(params, args.study, args.method, yaml.safe_load(args.value), args.seed)
+        if args.dataset is not None:
+            raise ConfigError(f"studies.{args.study}: the study sets its own dataset (no --dataset)")
+        spec = study_spec(params, args.study)
+        if spec.tuned and not args.tuned:
+            raise ConfigError(f"studies.{args.study}.tuned: its runs use the selection; add --tuned")
+        values = spec.values if args.value is None else [yaml.safe_load(args.value)]
+        configs = [study_run_config(params, args.study, args.method, value, seed)
+                   for value in values for seed in (args.seed or spec.seeds)]
         out = Path("studies")
-    train_run(cfg, out / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
-              random_init_baseline=args.random_init_baseline)
+    for cfg in configs:
+        train_run(cfg, out / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
+                  random_init_baseline=args.random_init_baseline, export=cfg.seed == args.export_seed)
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from .config import load_params, validate_params
+    from .train.tuning import tune_method
+
+    params = load_params(args.params)
+    validate_params(params)
+    tune_method(params, args.method, Path(args.out), Path(args.checkpoints))
     return 0
 
 
@@ -228,19 +279,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="data/synthetic_pairs", help="output folder")
     p.set_defaults(func=_synthetic_pairs)
 
+    p = sub.add_parser("restore-data", help="rebuild every generated dataset <root>/<name>/ from its manifest "
+                                            "<root>/<name>.json (git-tracked) where missing or stale; seconds")
+    p.add_argument("--root", default="data", help="the folder holding the manifests")
+    p.set_defaults(func=_restore_data)
+
     p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed> "
                                        "(or a study run, see --study)")
     p.add_argument("--method", required=True, help="a key of `methods` in params.yaml")
     p.add_argument("--dataset", help="a registered dataset name, e.g. synth10 (grid runs)")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--study", help="a key of `studies`: the run is written to studies/<study>/<method>-<value>-s<seed>")
-    p.add_argument("--value", help="the study's knob value for this run (one of studies.<study>.values)")
+    p.add_argument("--seed", type=int, nargs="+", help="the seed(s): one run per seed, one after the other "
+                                                       "(a study: default all of studies.<study>.seeds)")
+    p.add_argument("--study", help="a key of `studies`: runs are written to studies/<study>/<method>-<value>-s<seed>")
+    p.add_argument("--value", help="the study's knob value (one of studies.<study>.values; default: every value)")
+    p.add_argument("--tuned", action="store_true", help="use the method's knobs selected on the validation split "
+                                                        "(tuning/<method>/selected.json, written by `tune`)")
     _add_params(p)
     p.add_argument("--out", default="runs", help="where grid runs are written")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.add_argument("--random-init-baseline", action="store_true",
                    help="also probe the randomly initialised encoder (metrics: random_init_top1)")
+    p.add_argument("--export-seed", type=int, metavar="N",
+                   help="export (artifacts/encoder.pt and artifacts/features.pt, float16) for the run whose seed is N")
     p.set_defaults(func=_train)
+
+    p = sub.add_parser("tune", help="select a method's knobs on a validation split (tuning section): "
+                                     "tuning/<method>/{candidates.csv,selected.json}")
+    p.add_argument("--method", required=True, help="a key of tuning.methods")
+    _add_params(p)
+    p.add_argument("--out", default="tuning", help="where the selection is written")
+    p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
+    p.set_defaults(func=_tune)
 
     p = sub.add_parser("train-bimodal", help="one image-text run + zero-shot evaluation (bimodal section), "
                                              "written to <out>/<method>-s<seed>")

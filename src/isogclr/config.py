@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
+import json
 import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,11 +150,16 @@ class RunConfig:
     train: TrainConfig
     probe: ProbeConfig
     stream: StreamConfig | None = None  # train.stream, for a dataset with a streaming loader; None: in memory
+    # > 0: a tuning run: trains on the training split minus a stratified validation part of this size and is
+    # evaluated on that part (isogclr.data.splits); the test split is not read. 0: train, then test.
+    validation_fraction: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
             del out["stream"]
+        if not out["validation_fraction"]:
+            del out["validation_fraction"]
         return out
 
 
@@ -199,7 +207,7 @@ def missing_datasets(params: dict[str, Any]) -> list[str]:
     bimodal = params.get("bimodal")
     if isinstance(bimodal, dict) and bimodal.get("methods"):
         pairs = Path(bimodal.get("data", "data/synthetic_pairs"))
-        if pairs != root / "synthetic_pairs" and not pairs.is_dir():
+        if pairs != root / "synthetic_pairs" and not pairs.is_dir() and not pairs.with_suffix(".json").is_file():
             missing.append(f"bimodal.data: {pairs} not found: arrange the image-text pairs as the generated folder is "
                            "(train/captions.tsv, retrieval_*/dataset.json, zeroshot/), e.g. CC3M for the paper profile")
     return missing
@@ -208,14 +216,17 @@ def missing_datasets(params: dict[str, Any]) -> list[str]:
 def _dataset_missing(name: str, root: Path) -> str | None:
     """What is missing for dataset ``name`` under ``root`` and how to get it; None when present or generated."""
     from .data import cifar, fashion_mnist, folder, inaturalist, stl10
+    from .data.manifest import manifest_path, up_to_date
 
     if name.startswith("cifar"):
         classes = 100 if name.startswith("cifar100") else 10
         path = root / cifar.FOLDERS[classes]
         return None if path.is_dir() else f"{path} not found: {cifar._obtain_hint(root, classes)}"
     if name.startswith("fashion_mnist"):
-        if name.startswith("fashion_mnist_mini") and (root / fashion_mnist.MINI_FOLDER).is_dir():
-            return None
+        mini = root / fashion_mnist.MINI_FOLDER
+        if name.startswith("fashion_mnist_mini") and (up_to_date(mini) or (mini.is_dir() and
+                                                                              not manifest_path(mini).is_file())):
+            return None  # the subset on disk (stale or missing with a manifest: rebuilt from the source below)
         searched = [fashion_mnist.raw_folder(root), root / "fashion_mnist", fashion_mnist.SYSTEM_DIR]
         if any(all((d / f).is_file() or (d / f"{f}.gz").is_file() for f in fashion_mnist.FILES) for d in searched):
             return None
@@ -306,6 +317,7 @@ def validate_params(params: dict[str, Any]) -> None:
     for name in (params.get("train") or {}).get("by_dataset") or {}:
         _shared_sections(_by_dataset(params, name))
     validate_bimodal(params)
+    validate_tuning(params)
     for name in params.get("studies") or {}:
         spec = study_spec(params, name)
         for method in spec.methods:
@@ -415,6 +427,7 @@ class OneKnob:
     seeds: tuple[int, ...] = (0,)
     overrides: dict[str, Any] | None = None
     report: str = ""
+    tuned: bool = False  # the runs use each method's selection on the validation split (tuning/<method>)
 
     def __post_init__(self) -> None:
         if not self.methods or not self.values or not self.seeds:
@@ -491,6 +504,116 @@ def study_run_config(params: dict[str, Any], study: str, method: str, value: Any
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
+
+
+# ------------------------------------------------------------------------------------------------ tuning
+
+TUNING_DIR = "tuning"
+
+
+@dataclass(frozen=True)
+class TuningSpec:
+    """``tuning`` in params.yaml: every tuned method gets the same number of candidates (``candidates``),
+    each trained for ``epochs`` on ``dataset``'s training split minus a stratified validation part
+    (``validation_fraction``) and scored by linear-probe top-1 on that part, averaged over ``seeds``.
+
+    ``methods`` maps a method (a key of ``methods``) to its search space over its own knobs: either a
+    grid (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded
+    sample of ``candidates`` of them) or an explicit list of candidates (``[{rho: 0.3, eta: 0.01}, ...]``).
+    The selection is written to ``tuning/<method>/selected.json``; runs whose section or study says
+    ``tuned: true`` use it (the test split is read once, by those runs).
+    """
+
+    dataset: str
+    epochs: int
+    validation_fraction: float
+    candidates: int
+    methods: dict[str, Any]
+    seeds: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset: unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction}")
+        if self.epochs < 1 or self.candidates < 1 or not self.seeds or not self.methods:
+            raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
+
+
+def tuning_spec(params: dict[str, Any]) -> TuningSpec | None:
+    raw = params.get("tuning")
+    return None if raw is None else _typed(TuningSpec, raw, "tuning")
+
+
+def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
+    spec = tuning_spec(params)
+    where = f"tuning.methods.{method}"
+    if spec is None or method not in spec.methods:
+        raise ConfigError(f"{where}: not defined (tuned methods: {sorted(spec.methods) if spec else []})")
+    space = spec.methods[method]
+    if isinstance(space, dict) and space and all(isinstance(v, list) and v for v in space.values()):
+        grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
+        found = grid if len(grid) <= spec.candidates else random.Random(0).sample(grid, spec.candidates)
+    elif isinstance(space, list) and space and all(isinstance(c, dict) and c for c in space):
+        found = [dict(c) for c in space]
+    else:
+        raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
+    if len(found) != spec.candidates:
+        raise ConfigError(f"{where}: {len(found)} candidates, but every method gets tuning.candidates = "
+                          f"{spec.candidates} (the same budget for every method)")
+    for i, candidate in enumerate(found):
+        try:
+            _method(_with_knobs(params, method, candidate), method)
+        except ConfigError as err:
+            raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
+    return found
+
+
+def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> dict[str, Any]:
+    params = copy.deepcopy(params)
+    params["methods"][method] = {**(params["methods"].get(method) or {}), **knobs}
+    return params
+
+
+def tuning_run_config(params: dict[str, Any], method: str, candidate: int, seed: int) -> RunConfig:
+    """The run of candidate ``candidate`` of ``method`` at ``seed``: ``tuning.epochs`` on the tuning
+    dataset's training split minus the validation part, evaluated on that part."""
+    spec = tuning_spec(params)
+    knobs = tuning_candidates(params, method)[candidate]
+    tuned = _with_knobs(params, method, knobs)
+    tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
+    tuned["train"].pop("epochs_by_dataset", None)
+    cfg = run_config(tuned, method, spec.dataset, seed)
+    return dataclasses.replace(cfg, run_id=f"{method}/runs/c{candidate}-s{seed}",
+                               validation_fraction=spec.validation_fraction)
+
+
+def selection_path(method: str, tuning_dir: Path | str = TUNING_DIR) -> Path:
+    return Path(tuning_dir) / method / "selected.json"
+
+
+def with_selection(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
+    """``params`` with ``methods.<method>`` updated by the knobs selected on the validation split."""
+    path = selection_path(method, tuning_dir)
+    if not path.is_file():
+        raise ConfigError(f"{path}: not found; the tuning stage writes it "
+                          f"(dvc repro pipelines/tune/dvc.yaml:tune@{method})")
+    return _with_knobs(params, method, json.loads(path.read_text())["knobs"])
+
+
+def validate_tuning(params: dict[str, Any]) -> None:
+    """The tuning section, and that every section or study that says ``tuned: true`` runs tuned methods only."""
+    spec = tuning_spec(params)
+    for method in (spec.methods if spec else {}):
+        tuning_candidates(params, method)
+    tuned = set(spec.methods) if spec else set()
+    for where, section in [*((s, params.get(s)) for s in TABLE_SECTIONS),
+                           *((f"studies.{n}", v) for n, v in (params.get("studies") or {}).items())]:
+        if isinstance(section, dict) and section.get("tuned"):
+            untuned = [m for m in section.get("methods") or [] if m not in tuned]
+            if untuned:
+                raise ConfigError(f"{where}.tuned: {untuned} have no search space under tuning.methods")
 
 
 # ----------------------------------------------------------------------------------------------- bimodal

@@ -11,7 +11,7 @@ What it writes, one stage family per kind of work:
 * the grid runs of each table section (``train``: ``table1``; ``train_real``: ``table1_real``;
   ``train_table3``: ``table3``; ``train_bimodal``: ``bimodal``), one DVC ``matrix`` each, so that every
   run depends only on its own method's parameters (``methods.${item.method}``): ``dvc exp run -S
-  methods.isogclr.rho=0.4`` reruns the iSogCLR runs and the reports that read them;
+  methods.isogclr.tau_min=0.02`` reruns the iSogCLR runs and the reports that read them;
 * one stage per one-knob study, all from one template (``study_<name>``: ``studies.<name>`` or
   ``bimodal_studies.<name>`` of params.yaml); the report named by the study's ``report`` key reads it;
 * the convergence study's runs (``emc2_convergence_runs``);
@@ -51,7 +51,10 @@ BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
 GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3"}
 # a generated dataset's stage output, by the prefix of the dataset names it provides
-GENERATED_DATA = {"synth": "data/synthetic", "fashion_mnist_mini": "data/fashion_mnist_mini"}
+# (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
+# isogclr.data.manifest)
+GENERATED_DATA = {"synth": "data/synthetic.json", "fashion_mnist_mini": "data/fashion_mnist_mini.json"}
+TUNE_ENTRY = ("isogclr.train.tuning", "isogclr.config")
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,18 @@ REPORTS: dict[str, Report] = {
         reads=("runs_convergence",), params=("profile", "emc2_convergence"),
         tables=("emc2_convergence.md", "emc2_convergence.csv", "emc2_augmentations.md", "emc2_augmentations.csv"),
         figures=("emc2_convergence",)),
+    "budget_ladder": Report(
+        "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
+        "and the selection on the validation split",
+        {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs", "tuning"),
+        params=("profile", "table1", "table1_real", "methods", "train.epochs", "train.epochs_by_dataset"),
+        paper=("isogclr_table1",),
+        tables=("budget_ladder.md", "budget_ladder.csv", "tuning_selection.md", "tuning_selection.csv"),
+        figures=("budget_ladder",)),
     "bimodal": Report(
         "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
         {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports"},
-        reads=("runs_bimodal", "data/synthetic_pairs"),  # the images of the tau-extremes figure
+        reads=("runs_bimodal", "data/synthetic_pairs.json"),  # the images of the tau-extremes figure
         params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
         paper=("isogclr_table2", "sogclr_table4"),
         tables=("bimodal_retrieval.md", "bimodal_retrieval.csv", "bimodal_zeroshot.md", "bimodal_zeroshot.csv",
@@ -191,13 +202,15 @@ def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
 # --- stages --------------------------------------------------------------------------------------------
 
 
-def _run_outputs(run_dir: str) -> dict[str, list]:
-    """A run's outputs: its artifacts (DVC's cache), one metrics file, and its log and curves (git)."""
+def _run_outputs(run_dirs: list[str]) -> dict[str, list]:
+    """Runs' outputs, all in git (``cache: false``, so a fresh clone has them and ``dvc status`` is clean):
+    ``artifacts/`` (config, temperatures; the first Table 1 seed's float16 encoder and test features),
+    the log and curves, one metrics file. Each run's float32 weights and features stay in its ``local/``
+    folder, which neither git nor DVC tracks (``.dvcignore``)."""
     return {
-        "outs": [f"{run_dir}/artifacts",
-                 {f"{run_dir}/train_log.csv": {"cache": False}},
-                 {f"{run_dir}/dvclive": {"cache": False}}],
-        "metrics": [{f"{run_dir}/metrics.json": {"cache": False}}],
+        "outs": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("artifacts", "train_log.csv",
+                                                                                   "dvclive")],
+        "metrics": [{f"{d}/metrics.json": {"cache": False}} for d in run_dirs],
     }
 
 
@@ -205,35 +218,71 @@ def _data_deps(datasets: list[str]) -> list[str]:
     return sorted({out for d in datasets for prefix, out in GENERATED_DATA.items() if d.startswith(prefix)})
 
 
+def _tuned(section: dict[str, Any]) -> tuple[str, list[str]]:
+    """A tuned section's extra command flag and dependency: the method's selection on the validation split."""
+    return (" --tuned", ["tuning/${item.method}/selected.json"]) if section.get("tuned") else ("", [])
+
+
 def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
-    run_dir = "runs/${item.method}-${item.dataset}-s${item.seed}"
+    """One stage per (method, dataset) of a table section, its seeds run one after the other in one process
+    (a process start and DVC's bookkeeping cost ~18 s a stage). The seeds are written out here: after
+    changing a section's ``seeds``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro``
+    does)."""
+    seeds = params[section]["seeds"]
+    flag, selection = _tuned(params[section])
+    export = f" --export-seed {seeds[0]}" if section == "table1" else ""
     return {
-        "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}",
-                   "seed": f"${{{section}.seeds}}"},
-        "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed ${item.seed}",
-        "deps": _data_deps(params[section]["datasets"]) + code,
-        "params": list(RUN_PARAMS),
-        **_run_outputs(run_dir),
+        "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
+        "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
+               + " ".join(map(str, seeds)) + flag + export,
+        "deps": _data_deps(params[section]["datasets"]) + selection + code,
+        "params": [*RUN_PARAMS, f"{section}.seeds"],
+        **_run_outputs([f"runs/${{item.method}}-${{item.dataset}}-s{seed}" for seed in seeds]),
     }
 
 
 def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]) -> dict[str, Any]:
-    run_dir = f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"
+    """One stage per (method, seed) of a unimodal study, running every value in one process (a process
+    start and DVC's bookkeeping cost ~18 s a stage, as much as a short run); one per (method, value, seed)
+    of an image-text study. The values are written out here: after changing a study's ``values``,
+    regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
     section = "bimodal_studies" if bimodal else "studies"
-    command = ("python -m isogclr train-bimodal" if bimodal else "${launcher} -m isogclr train")
     base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
-    data = ["data/synthetic_pairs"] if bimodal else _data_deps([spec["dataset"]])
+    if bimodal:
+        return {
+            "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
+                       "seed": f"${{{section}.{name}.seeds}}"},
+            "cmd": f"python -m isogclr train-bimodal --study {name} --method ${{item.method}} --value ${{item.value}} "
+                   "--seed ${item.seed}",
+            "deps": ["data/synthetic_pairs.json", *code],
+            "params": [*base, f"{section}.{name}"],
+            **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
+        }
+    flag, selection = _tuned(spec)
     return {
-        "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
-                   "seed": f"${{{section}.{name}.seeds}}"},
-        "cmd": f"{command} --study {name} --method ${{item.method}} --value ${{item.value}} --seed ${{item.seed}}",
-        "deps": data + code,
+        "matrix": {"method": f"${{{section}.{name}.methods}}", "seed": f"${{{section}.{name}.seeds}}"},
+        "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed ${{item.seed}}" + flag,
+        "deps": _data_deps([spec["dataset"]]) + selection + code,
         "params": [*base, f"{section}.{name}"],
-        **_run_outputs(run_dir),
+        **_run_outputs([f"studies/{name}/${{item.method}}-{value}-s${{item.seed}}" for value in spec["values"]]),
     }
 
 
-def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path) -> dict[str, Any]:
+def _tune_stage(params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+    spec = params["tuning"]
+    return {
+        "matrix": {"method": list(spec["methods"])},
+        "cmd": "${launcher} -m isogclr tune --method ${item.method}",
+        "deps": _data_deps([spec["dataset"]]) + code,
+        "params": [*RUN_PARAMS, "tuning.methods.${item.method}", *(f"tuning.{key}" for key in spec
+                                                                   if key != "methods")],
+        "outs": [{f"tuning/${{item.method}}/{name}": {"cache": False}} for name in ("candidates.csv",
+                                                                                   "selected.json")],
+    }
+
+
+def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,
+                  params: dict[str, Any]) -> dict[str, Any]:
     papermill = " ".join(f"-p {key} {value}" for key, value in report.papermill.items())
     outs = [f"reports/{name}.ipynb", *(f"reports/tables/{t}" for t in report.tables),
             *(f"reports/figures/{f}.png" for f in report.figures), f"reports/verdicts/{name}.csv"]
@@ -242,8 +291,10 @@ def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], roo
         "cmd": f"python -m isogclr report {name} {papermill}",
         "deps": [f"notebooks/{name}.ipynb", f"notebooks/src/{name}.py", *code,
                  *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper),
-                 *report.reads, *(f"studies/{study}" for study, _ in studies)],
-        "params": [*report.params, *(f"{section}.{study}" for study, section in studies)],
+                 *(r for r in report.reads if r != "tuning" or "tuning" in params),  # a profile may not tune
+                 *(f"studies/{study}" for study, _ in studies)],
+        "params": [*report.params, *(["tuning"] if "tuning" in report.reads and "tuning" in params else []),
+                   *(f"{section}.{study}" for study, section in studies)],
         "outs": [{out: {"cache": False}} for out in outs],
     }
 
@@ -255,14 +306,18 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     stages: dict[str, Any] = {
         "synthetic": {"cmd": "python -m isogclr synthetic --out data/synthetic",
                       "deps": module_closure(("isogclr.data.synthetic",), root),
-                      "params": ["data.synthetic"], "outs": ["data/synthetic"]},
+                      "params": ["data.synthetic"], "outs": [{"data/synthetic.json": {"cache": False}}]},
         "synthetic_pairs": {"cmd": "python -m isogclr synthetic-pairs --out data/synthetic_pairs",
                             "deps": module_closure(("isogclr.data.synthetic_pairs",), root),
-                            "params": ["data.synthetic_pairs"], "outs": ["data/synthetic_pairs"]},
+                            "params": ["data.synthetic_pairs"],
+                            "outs": [{"data/synthetic_pairs.json": {"cache": False}}]},
         "fashion_mnist_mini": {"cmd": "python -m isogclr fashion-mnist-mini --out data/fashion_mnist_mini",
                                "deps": module_closure(("isogclr.data.fashion_mnist",), root),
-                               "params": ["data.root", "data.fashion_mnist_mini"], "outs": ["data/fashion_mnist_mini"]},
+                               "params": ["data.root", "data.fashion_mnist_mini"],
+                               "outs": [{"data/fashion_mnist_mini.json": {"cache": False}}]},
     }
+    if "tuning" in params:
+        stages["tune"] = _tune_stage(params, module_closure(TUNE_ENTRY, root))
     for section, stage in GRID_STAGES.items():
         if section in params:
             stages[stage] = _grid_stage(section, params, run_code)
@@ -270,9 +325,9 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         stages["train_bimodal"] = {
             "matrix": {"method": "${bimodal.methods}", "seed": "${bimodal.seeds}"},
             "cmd": "python -m isogclr train-bimodal --method ${item.method} --seed ${item.seed}",
-            "deps": ["data/synthetic_pairs", *module_closure(BIMODAL_ENTRY, root)],
+            "deps": ["data/synthetic_pairs.json", *module_closure(BIMODAL_ENTRY, root)],
             "params": list(BIMODAL_PARAMS),
-            **_run_outputs("runs_bimodal/${item.method}-s${item.seed}"),
+            **_run_outputs(["runs_bimodal/${item.method}-s${item.seed}"]),
         }
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
@@ -284,7 +339,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     if "emc2_convergence" in params:
         stages["emc2_convergence_runs"] = {
             "cmd": "python -m isogclr convergence --out runs_convergence",
-            "deps": ["data/synthetic", *module_closure(CONVERGENCE_ENTRY, root)],
+            "deps": ["data/synthetic.json", *module_closure(CONVERGENCE_ENTRY, root)],
             "params": ["data.root", "model", "augment", "methods.simclr.tau", "methods.sogclr.tau",
                        "methods.sogclr.gamma", "methods.emc2.beta", "emc2_convergence"],
             "outs": [{"runs_convergence": {"cache": False}}],
@@ -295,7 +350,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
 
         raise ConfigError(f"studies.*.report: unknown report(s) {unknown} (reports: {sorted(REPORTS)})")
     for name, report in REPORTS.items():
-        stages[name] = _report_stage(name, report, reads_study.get(name, []), root)
+        stages[name] = _report_stage(name, report, reads_study.get(name, []), root, params)
     stages["index"] = {
         "cmd": "python -m isogclr report-index " + " ".join(REPORTS),
         "deps": [*module_closure(("isogclr.analysis.index",), root),
@@ -327,10 +382,10 @@ def comparison_plots(params: dict[str, Any]) -> list[dict[str, Any]]:
 
 HEADER = """\
 # Generated by `python -m isogclr pipeline` from params.yaml and the code's imports: do not edit by hand.
-# Each training run depends only on its own method's parameters (`dvc exp run -S methods.isogclr.rho=0.4`
+# Each training run depends only on its own method's parameters (`dvc exp run -S methods.isogclr.tau_min=0.02`
 # reruns the iSogCLR runs and the reports that read them) and on every module on its import path.
 """
-RUN_FAMILIES = ("train", "train_real", "train_table3", "train_bimodal", "study_")
+RUN_FAMILIES = ("tune", "train", "train_real", "train_table3", "train_bimodal", "study_")
 FAMILY_DIR = "pipelines"
 
 

@@ -17,13 +17,35 @@ from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
 
-def load_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:
-    """``runs/<run>/artifacts/features.pt`` as numpy arrays: ``train``, ``train_labels``, ``test``, ``test_labels``."""
+def _exported(runs_dir: Path | str, run: str) -> dict:
     path = Path(runs_dir) / run / "artifacts" / "features.pt"
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `dvc repro` (the training run {run} writes it)")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    return {k: torch.as_tensor(blob[k]).numpy() for k in ("train", "train_labels", "test", "test_labels")}
+        if (Path(runs_dir) / run / "metrics.json").exists():
+            raise FileNotFoundError(f"{path} is missing: run {run} was not exported: only the first Table 1 seed "
+                                    f"exports features (`python -m isogclr train ... --export-seed N`)")
+        raise FileNotFoundError(f"{path} is missing: run `dvc repro` (the training run {run} writes it; only the "
+                                f"first Table 1 seed exports features)")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:
+    """``runs/<run>/artifacts/features.pt`` (committed; written by exported runs only) as numpy arrays:
+    ``test`` (float32, stored in float16) and ``test_labels`` (int64)."""
+    blob = _exported(runs_dir, run)
+    return {"test": torch.as_tensor(blob["test"]).float().numpy(),
+            "test_labels": torch.as_tensor(blob["test_labels"]).long().numpy()}
+
+
+def load_train_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:
+    """A run's features of the train split, ``train`` (float32, stored in float16) and ``train_labels``, aligned
+    with its ``tau.csv``: exported (``artifacts/features.pt``) by the first Table 1 seed of a loss with
+    per-sample temperatures."""
+    blob = _exported(runs_dir, run)
+    if "train" not in blob:
+        raise FileNotFoundError(f"{Path(runs_dir) / run / 'artifacts' / 'features.pt'} has no train features: only "
+                                f"an exported run of a loss with per-sample temperatures keeps them")
+    return {"train": torch.as_tensor(blob["train"]).float().numpy(),
+            "train_labels": torch.as_tensor(blob["train_labels"]).long().numpy()}
 
 
 def subsample(n: int, max_points: int, seed: int) -> np.ndarray:

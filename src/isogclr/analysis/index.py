@@ -41,8 +41,9 @@ def _effect(r) -> str:  # noqa: ANN001
     text = f"{r.effect:+.{digits}f}"
     if r.ci_low != "" and r.ci_high != "":
         text += f" [{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}]"
-    notes = ([f"{int(r.n_seeds)} seed{'s' * (int(r.n_seeds) != 1)}"] if r.n_seeds != "" else ["exact"] if r.ci_low != "" else []) \
-        + ([f"paper {r.paper_effect:+.3g}"] if r.paper_effect != "" else [])
+    seeds = [f"{int(r.n_seeds)} seed{'s' * (int(r.n_seeds) != 1)}"] if r.n_seeds != "" else []
+    notes = (seeds or (["exact"] if r.ci_low != "" else [])) + ([f"paper {r.paper_effect:+.3g}"]
+                                                               if r.paper_effect != "" else [])
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -3,6 +3,8 @@
 A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.study_run_dir`)
 with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
 A missing run is an error naming the command that produces it: a table must come from runs.
+Wall-clock times are not in the runs' files: :func:`isogclr.analysis.timing.run_seconds` reads them from the
+timing record ``timing.csv`` (:mod:`isogclr.timing`; the last measured times, on the machine that ran each run).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..config import study_run_dir, study_spec
+from .timing import run_seconds, timing_record
 
 
 def study_run_path(root: Path | str, study: str, method: str, value: Any, seed: int,
@@ -66,16 +69,17 @@ def per_value(study: pd.DataFrame, method: str, metric: str = "top1") -> dict[An
 
 
 def study_curves(params: dict[str, Any], study: str, root: Path | str = "studies",
-                 extra: Extra | None = None) -> pd.DataFrame:
+                 extra: Extra | None = None, timing_path: Path | str | None = None) -> pd.DataFrame:
     """Per-epoch logs of every run of a study, with the cumulative training time in seconds.
 
-    Columns: method, value, seed, epoch, samples_seen, loss, train_seconds and, where the study
+    Columns: method, value, seed, epoch, samples_seen, loss, train_seconds (from the timing record
+    ``timing.csv``, :func:`~isogclr.analysis.timing.run_seconds`; NaN for epochs it has no row for) and, where the study
     sets ``train.eval_every``, knn1_top1 (1-NN test accuracy; NaN on epochs without evaluation).
     """
-    frames = []
+    record, frames = timing_record(timing_path), []
     for method, value, seed, path in _points(params, study, root, extra):
-        log = pd.read_csv(path / "train_log.csv")
-        log["train_seconds"] = log["seconds"].cumsum()
+        log = pd.read_csv(path / "train_log.csv").drop(columns=["train_seconds"], errors="ignore")
+        log = log.merge(run_seconds(path, "epoch", record), on="epoch", how="left")
         frames.append(log.assign(method=method, value=value, seed=seed))
     return pd.concat(frames, ignore_index=True)
 

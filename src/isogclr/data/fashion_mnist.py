@@ -128,6 +128,14 @@ class FashionMnistMiniSpec:
             raise ValueError(f"data.fashion_mnist_mini.image_size must be in [8, 28], got {self.image_size}")
 
 
+def spec_from_dict(raw: dict) -> FashionMnistMiniSpec:
+    """The spec stored in a manifest (JSON lists) back as a :class:`FashionMnistMiniSpec`."""
+    raw = dict(raw)
+    if "per_class" in raw:
+        raw["per_class"] = tuple(raw["per_class"])
+    return FashionMnistMiniSpec(**raw)
+
+
 def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Path) -> dict[str, int]:
     """Write the subset as an image folder into ``out_dir`` (replaced atomically); return images per split."""
     from PIL import Image
@@ -153,10 +161,14 @@ def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Pa
 
 
 def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageData:
+    from .manifest import ensure_tracked
+
     folder = Path(root) / MINI_FOLDER
+    ensure_tracked(folder)  # rebuilt from data/fashion_mnist_mini.json when missing or stale
     meta = folder / "meta.json"
     if not meta.is_file():
-        raise FileNotFoundError(f"{meta} not found: write the subset with `python -m isogclr fashion-mnist-mini "
+        raise FileNotFoundError(f"{meta} not found (nor the manifest {folder}.json to rebuild it from): "
+                                f"write the subset with `python -m isogclr fashion-mnist-mini "
                                 f"--out {folder}` (the fashion_mnist_mini stage of dvc.yaml; it needs "
                                 f"`{INSTALL_HINT}`)")
     size = json.loads(meta.read_text())["spec"]["image_size"]

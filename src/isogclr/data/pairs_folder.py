@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from .captions import CaptionData, load_caption_tsv, load_karpathy
+from .manifest import ensure_tracked
 from .streaming import LoaderSpec, caption_tsv_stream, epoch_loader
 
 
@@ -87,6 +88,7 @@ def load_pairs_folder(root: Path | str, size: int, train: bool = True) -> PairsF
     pairs (:class:`TrainPairsStream`).
     """
     root = Path(root)
+    ensure_tracked(root)  # a generated folder with a manifest <root>.json: rebuilt when missing or stale
     if not train:
         retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
                      for p in sorted(root.glob("retrieval_*/dataset.json"))}
@@ -117,6 +119,7 @@ class TrainPairsStream:
                  prefetch_factor: int = 4, pin_memory: bool = False) -> None:
         from .webdataset import shard_sizes
 
+        ensure_tracked(Path(root))
         train = Path(root) / "train"
         self.shards = sorted(str(p) for p in train.glob("*.tar"))
         if self.shards:

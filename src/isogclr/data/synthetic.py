@@ -59,6 +59,14 @@ class SyntheticSpec:
                 raise ValueError(f"data.synthetic.per_class.{variant}: counts must be >= 1, got {(train, test)}")
 
 
+def spec_from_dict(raw: dict) -> SyntheticSpec:
+    """The spec stored in a manifest (JSON: string variant keys, lists) back as a :class:`SyntheticSpec`."""
+    raw = dict(raw)
+    if "per_class" in raw:
+        raw["per_class"] = {int(k): tuple(v) for k, v in raw["per_class"].items()}
+    return SyntheticSpec(**raw)
+
+
 def class_names(num_classes: int) -> list[str]:
     names = []
     for c in fine_classes(num_classes):
@@ -206,10 +214,14 @@ def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
 
 def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd.DataFrame]:
     """The variant's split through the image-folder loader, in generation order, and its attribute table."""
+    from .manifest import ensure_tracked
+
+    ensure_tracked(Path(root) / "synthetic")  # rebuilt from data/synthetic.json when missing or stale
     folder = Path(root) / "synthetic" / f"c{num_classes}"
     table = folder / f"{split}.csv"
     if not table.is_file():
-        raise FileNotFoundError(f"{table} not found: generate it with `python -m isogclr synthetic --out "
+        raise FileNotFoundError(f"{table} not found (nor the manifest {Path(root) / 'synthetic.json'} to rebuild "
+                                f"it from): generate it with `python -m isogclr synthetic --out "
                                 f"{Path(root) / 'synthetic'}` (the `synthetic` stage of dvc.yaml)")
     size = json.loads((Path(root) / "synthetic" / "meta.json").read_text())["spec"]["image_size"]
     data = image_folder(folder, split, size=size, classes=class_folders(num_classes),

@@ -154,6 +154,11 @@ class PairSpec:
             fail("zeroshot_per_class", ">= 1", self.zeroshot_per_class)
 
 
+def spec_from_dict(raw: dict) -> PairSpec:
+    """The spec stored in a manifest back as a :class:`PairSpec`."""
+    return PairSpec(**raw)
+
+
 # ----------------------------------------------------------------------------------------------- clusters
 
 
@@ -369,8 +374,11 @@ def _write_zeroshot(spec: PairSpec, variant: int, folder: Path) -> None:
 
 def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
     """Write the train pairs, the two retrieval sets and the zero-shot sets into ``out_dir`` (see module doc)."""
+    from .manifest import STAMP
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / STAMP).unlink(missing_ok=True)  # rewritten in place: no longer the bytes its manifest names
     clusters = sample_clusters(spec)
     counts = cluster_counts(clusters["weight"], spec.num_pairs)
     _write_train(spec, clusters, counts, out_dir / "train")

@@ -13,14 +13,16 @@ A run writes into ``out_dir``:
 
 * ``metrics.json``: IR/TR R@1/5/10 (%) on every retrieval set (``retrieval_a_ir_r1``, ...) and
   zero-shot top-1/3/5 (%) on every zero-shot set (``synth10_top1``, ...), at the end of training;
-* ``train_log.csv``: per epoch the mean training loss, the last learning rate, seconds, samples/s,
-  the temperatures' mean and std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and,
-  every ``eval_every`` epochs, IR@1 / TR@1 on the first retrieval set (the convergence curve);
+* ``train_log.csv``: per epoch the mean training loss, the last learning rate, the temperatures' mean and
+  std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and, every ``eval_every`` epochs,
+  IR@1 / TR@1 on the first retrieval set (the convergence curve); no wall clock: the epochs' seconds and
+  samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`);
 * ``dvclive/``: the same curves and the final metrics as DVCLive files (:mod:`isogclr.train.curves`);
 * ``artifacts/config.json``, ``artifacts/tokenizer.json`` (the WordPiece trained on the training
-  captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``), ``artifacts/model.pt``;
+  captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``);
 * ``artifacts/tau.csv`` (losses with per-pair temperatures): index, image, cluster,
-  cluster_frequency, mismatched, caption, tau_image, tau_text.
+  cluster_frequency, mismatched, caption, tau_image, tau_text;
+* ``local/model.pt``: the model's state_dict, for the user's own use (never tracked, ``.gitignore``).
 
 ``ckpt_dir/checkpoint.pt`` (model, optimizer, loss state, RNG states, step, log) is rewritten
 atomically at the end of every epoch and removed once the outputs are written; a restarted run
@@ -36,6 +38,7 @@ import kornia.augmentation as K
 import torch
 from torch import nn
 
+from .. import timing
 from ..config import BimodalRunConfig
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
 from ..data.streaming import check_distinct, pair_transform
@@ -243,7 +246,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
     log_rows = fit(task, total_steps=task.steps_per_epoch * t.epochs, warmup_steps=t.warmup_iters,
                    final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
                    curves_dir=out_dir / "dvclive", describe=_describe,
-                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch))
+                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir))
     metrics = task.evaluator(task.model)
     _write_outputs(cfg, out_dir, task.model, task.loss_fn, tokenizer, data, log_rows, metrics)
     (ckpt_dir / "checkpoint.pt").unlink(missing_ok=True)
@@ -272,7 +275,7 @@ def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, lo
                  "tau_image": float(taus["tau_image"][i]), "tau_text": float(taus["tau_text"][i])}
                 for i, (caption, meta) in enumerate(zip(train.captions, _caption_meta(data), strict=True))]
         save_text(csv_text(rows), artifacts / "tau.csv")
-    save_torch(model.state_dict(), artifacts / "model.pt")
+    save_torch(model.state_dict(), out_dir / "local" / "model.pt")
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
 
 

@@ -61,6 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import timing
 from ..config import ConfigError
 from ..data import load_dataset
 from ..data.augment import AugmentConfig, simclr_augmentation, to_float
@@ -74,8 +75,7 @@ from .optim import OptimConfig, build_optimizer
 
 METHODS = ("simclr", "sogclr", "emc2")
 FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
-CURVE_COLUMNS = ["method", "num_augmentations", "epoch", "step", "samples_seen", "seconds", "objective",
-                 "grad_norm_sq"]
+CURVE_COLUMNS = ["method", "num_augmentations", "epoch", "step", "samples_seen", "objective", "grad_norm_sq"]
 
 
 @dataclass(frozen=True)
@@ -273,8 +273,14 @@ class RunResult:
     num_augmentations: int
     curve: pd.DataFrame
     model: ContrastiveModel
-    train_seconds: float
+    train_seconds: float  # wall clock of the training steps (not of the evaluations); never in a result file
     view_ids: list[torch.Tensor] = field(default_factory=list)  # (aug1, aug2) of every step (tests)
+    timings: list[dict] = field(default_factory=list)  # per epoch: {"step": step at its end, "seconds": its time}
+
+    @property
+    def name(self) -> str:
+        """The run's folder name in the timing record: ``<method>-A<num_augmentations>`` (A0: fresh views)."""
+        return f"{self.method}-A{self.num_augmentations}"
 
 
 def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
@@ -313,13 +319,13 @@ def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval
                                                    momentum=cfg.momentum, warmup_epochs=0.0), cfg.batch_size)
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 17)  # batches and view pairs
     steps_per_epoch = n // cfg.batch_size
-    rows, seconds, step, recorded = [], 0.0, 0, []
+    rows, seconds, step, recorded, timings = [], 0.0, 0, [], []
 
     def evaluate(epoch: int) -> None:
         objective, grad_norm_sq = exact_objective(projection, views, cfg.tau, cfg.eval_chunk)
         rows.append({"method": method, "num_augmentations": a if fresh_from is None else FRESH_VIEWS,
                      "epoch": epoch, "step": step,
-                     "samples_seen": step * cfg.batch_size, "seconds": round(seconds, 3),
+                     "samples_seen": step * cfg.batch_size,
                      "objective": objective, "grad_norm_sq": grad_norm_sq})
 
     model.train()
@@ -346,11 +352,13 @@ def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval
             loss.backward()
             optimizer.step()
             step += 1
-        seconds += time.perf_counter() - t0
+        epoch_seconds = time.perf_counter() - t0
+        seconds += epoch_seconds
+        timings.append({"step": step, "seconds": round(epoch_seconds, 3)})
         if epoch % eval_every == 0 or epoch == cfg.epochs:
             evaluate(epoch)
     return RunResult(method, a if fresh_from is None else FRESH_VIEWS, pd.DataFrame(rows, columns=CURVE_COLUMNS),
-                     model, seconds, recorded)
+                     model, seconds, recorded, timings)
 
 
 def knn1_test_accuracy(model: ContrastiveModel, cfg: ConvergenceConfig) -> float:
@@ -365,8 +373,9 @@ def knn1_test_accuracy(model: ContrastiveModel, cfg: ConvergenceConfig) -> float
 @dataclass
 class StudyResult:
     convergence: pd.DataFrame  # CURVE_COLUMNS, one row per (method, evaluation)
-    augmentations: pd.DataFrame  # one row per (method, A): final objective, grad norm, 1-NN, seconds
+    augmentations: pd.DataFrame  # one row per (method, A): final objective, grad norm, 1-NN
     seconds: float  # wall time of the whole study
+    runs: list[RunResult] = field(default_factory=list)  # every trained run (their timings: the timing record)
 
 
 def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2, 4, 8),
@@ -382,7 +391,7 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
     ``infinite_augmentation``: also EMC2 with fresh views every step (a row with ``num_augmentations``
     = :data:`FRESH_VIEWS`), its F on the A = ``cfg.num_augmentations`` views.
 
-    Deterministic given ``cfg.seed`` (except the ``seconds`` columns).
+    Deterministic given ``cfg.seed``: the tables hold no wall clock (the runs' ``timings`` do).
     """
     if not augmentation_values or any(not isinstance(v, int) or v < 2 for v in augmentation_values):
         raise ValueError(f"augmentation_values must be integers >= 2, got {augmentation_values}")
@@ -425,10 +434,9 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
             rows.append({"method": method, "num_augmentations": a, "epochs": cfg.epochs,
                          "samples_seen": int(final["samples_seen"]), "objective": final["objective"],
                          "grad_norm_sq": final["grad_norm_sq"],
-                         "knn1_top1": knn1_test_accuracy(run.model, cfg) if knn else float("nan"),
-                         "train_seconds": round(run.train_seconds, 2)})
+                         "knn1_top1": knn1_test_accuracy(run.model, cfg) if knn else float("nan")})
         augmentations = pd.DataFrame(rows)
-    return StudyResult(convergence, augmentations, time.perf_counter() - start)
+    return StudyResult(convergence, augmentations, time.perf_counter() - start, list(runs.values()))
 
 
 def write_study(params: dict, out_dir: Path) -> StudyResult:
@@ -436,7 +444,9 @@ def write_study(params: dict, out_dir: Path) -> StudyResult:
 
     ``config.json``: the resolved :class:`ConvergenceConfig` (and the augmentation values);
     ``convergence.csv`` (:data:`CURVE_COLUMNS`) and ``augmentations.csv``: the two tables of the report.
-    Every file is written atomically once the whole study has run.
+    Every file is written atomically once the whole study has run. The runs' per-epoch training seconds go
+    to the timing record (:mod:`isogclr.timing`), run ``<out_dir>/<method>-A<A>`` (A0: fresh views), one
+    row per epoch: ``step`` at its end and ``seconds`` of its training steps (evaluations excluded).
     """
     cfg = config_from_params(params)
     section = params.get("emc2_convergence") or {}
@@ -449,4 +459,6 @@ def write_study(params: dict, out_dir: Path) -> StudyResult:
     save_text(study.augmentations.to_csv(index=False), out_dir / "augmentations.csv")
     save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
                "augmentation_values": list(values), "infinite_augmentation": infinite}, out_dir / "config.json")
+    for run in study.runs:
+        timing.record(timing.run_key(out_dir / run.name), run.timings)
     return study

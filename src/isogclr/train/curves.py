@@ -6,6 +6,11 @@ step = epoch) for every numeric column of the row except the bookkeeping ones (:
 and ``dvclive/metrics.json`` (the last value of each curve, the final step and, at the end of a run,
 its final metrics). The folder is rebuilt from the checkpointed rows when a run starts or resumes and
 when it ends, so a run killed between a DVCLive write and its next checkpoint cannot log an epoch twice.
+
+No file here holds wall clock: the rows carry none (the times are in ``timing.csv``, :mod:`isogclr.timing`),
+wall-clock columns are skipped should a row have them (:data:`NOT_CURVES`), and DVCLive's own per-row
+``timestamp`` column is off (``log_metric(..., timestamp=False)``, the default of DVCLive 3;
+tests/test_engine_dvclive.py checks that no file of a run's folder has one).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from pathlib import Path
 
 from dvclive import Live
 
-NOT_CURVES = ("epoch", "step", "samples_seen", "seconds")  # train_log.csv columns that are not curves
+NOT_CURVES = ("epoch", "step", "samples_seen", "seconds", "samples_per_s")  # not curves (bookkeeping, wall clock)
 
 
 class FilesOnlyLive(Live):
@@ -43,7 +48,7 @@ def log_epoch(live: Live, row: dict) -> None:
     live.step = row["epoch"]
     for name, value in row.items():
         if name not in NOT_CURVES and isinstance(value, int | float):
-            live.log_metric(name, value)
+            live.log_metric(name, value, timestamp=False)
 
 
 def open_curves(path: Path, rows: list[dict]) -> Live:

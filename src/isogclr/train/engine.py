@@ -9,9 +9,12 @@ the same for all of them:
 * the optimizer step (through a ``torch.amp.GradScaler``, a no-op unless fp16 on CUDA), with the loss
   and the gradient watched by :class:`~isogclr.train.monitor.StepMonitor` (a diverging run stops
   and says why; per-epoch ``max_weight`` and ``grad_norm`` columns);
-* one row per epoch (``epoch, step, samples_seen, loss, lr, seconds, samples_per_s`` and the task's own
-  columns), written to DVCLive as it goes (:mod:`isogclr.train.curves`) and printed with an ETA;
-* a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, the task's own state such as
+* one row per epoch (``epoch, step, samples_seen, loss, lr`` and the task's own columns: no wall clock,
+  so a rerun with the same results writes the same files), written to DVCLive as it goes
+  (:mod:`isogclr.train.curves`) and printed with samples/s and an ETA;
+* the epochs' wall-clock ``seconds`` and ``samples_per_s``, kept in the checkpoint beside the rows and
+  written to the timing record ``timing.csv`` (:mod:`isogclr.timing`) when the run finishes;
+* a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, timings, the task's own state such as
   RNG states) written atomically at the end of every epoch and every ``checkpoint_every`` steps, and a
   resume from it that gives the same result as an uninterrupted run.
 """
@@ -28,6 +31,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from .. import timing
 from ..io import save_torch
 from .curves import log_epoch, open_curves
 from .monitor import StepMonitor
@@ -77,20 +81,22 @@ def _log(message: str) -> None:
 def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
         curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
         barrier: Callable[[], None] = lambda: None, is_main: bool = True,
-        on_epoch_end: Callable[[int], None] = lambda epoch: None) -> list[dict]:
+        on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None) -> list[dict]:
     """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
 
     ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
     task's part of the log line; ``barrier``: called after each checkpoint (the processes of a
     distributed run wait for rank 0's write); ``on_epoch_end``: called with the epoch number after its
-    checkpoint (a hook for the tests that interrupt a run).
+    checkpoint (a hook for the tests that interrupt a run); ``timing_run``: the run's key in the timing
+    record (its output folder, :func:`isogclr.timing.run_key`), where the main process writes every epoch's
+    seconds and samples/s when the run finishes (None: not recorded).
     """
     ckpt_path = Path(ckpt_path)
     model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
     monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
     for group in optimizer.param_groups:
         group.setdefault("base_lr", group["lr"])
-    step, rows, losses = 0, [], []
+    step, rows, losses, timings = 0, [], [], []
     if ckpt_path.exists():
         state = torch.load(ckpt_path, map_location=next(model.parameters()).device, weights_only=False)
         model.load_state_dict(state["model"])
@@ -99,6 +105,11 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         scaler.load_state_dict(state["scaler"])
         monitor.load_state_dict(state["monitor"])
         step, rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
+        timings = state.get("timings", [])
+        if "timings" not in state:  # a checkpoint of the former layout: its rows carried the wall clock
+            timings = [{"epoch": r["epoch"], **{k: r[k] for k in ("seconds", "samples_per_s") if k in r}}
+                       for r in rows if "seconds" in r]
+            rows = [{k: v for k, v in r.items() if k not in ("seconds", "samples_per_s")} for r in rows]
         task.load_state_dict(state["task"], step)
         _log(f"[{task.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
 
@@ -106,7 +117,8 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         if is_main:
             save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "monitor": monitor.state_dict(),
-                        "step": step, "log_rows": rows, "epoch_losses": losses, "task": task.state_dict()}, ckpt_path)
+                        "step": step, "log_rows": rows, "epoch_losses": losses, "timings": timings,
+                        "task": task.state_dict()}, ckpt_path)
         barrier()
 
     live = open_curves(curves_dir, rows) if curves_dir is not None else None
@@ -138,9 +150,9 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
                 checkpoint()
         seconds = time.perf_counter() - t0
         row = {"epoch": epoch + 1, "step": step, "samples_seen": step * task.batch_size,
-               "loss": sum(losses) / max(len(losses), 1), "lr": optimizer.param_groups[0]["base_lr"] * factor,
-               "seconds": round(seconds, 3),
-               "samples_per_s": round((steps_per_epoch - start) * task.batch_size / max(seconds, 1e-9), 1)}
+               "loss": sum(losses) / max(len(losses), 1), "lr": optimizer.param_groups[0]["base_lr"] * factor}
+        samples_per_s = round((steps_per_epoch - start) * task.batch_size / max(seconds, 1e-9), 1)
+        timings.append({"epoch": epoch + 1, "seconds": round(seconds, 3), "samples_per_s": samples_per_s})
         row.update(task.epoch_columns(epoch))
         row.update(monitor.epoch_columns())
         rows.append(row)
@@ -153,7 +165,9 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
             epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
             eta = epoch_seconds * (total_steps - step) / steps_per_epoch
             _log(f"[{task.run_id}] epoch {row['epoch']}/{task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
-                 f"{row['samples_per_s']:.0f} samples/s{describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
+                 f"{samples_per_s:.0f} samples/s{describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
         checkpoint()
         on_epoch_end(epoch + 1)
+    if is_main and timing_run is not None:
+        timing.record(timing_run, timings)
     return rows

@@ -3,15 +3,24 @@
 A run writes into ``out_dir``:
 
 * ``metrics.json``: linear-probe top-1 and 1-NN top-1 on the test split (and the random-init probe, if asked);
-* ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, seconds, throughput, temperature
-  stats, and the 1-NN test accuracy every ``train.eval_every`` epochs: accuracy against samples seen and time);
+* ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, temperature stats, and the 1-NN
+  test accuracy every ``train.eval_every`` epochs: accuracy against samples seen); no wall clock: the epochs'
+  seconds and samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`, key = ``out_dir``);
 * ``dvclive/``: the same curves (step = epoch) and the final metrics as DVCLive files, for ``dvc plots show``
   and ``dvc exp show`` (:mod:`isogclr.train.curves`; rebuilt from the checkpointed rows, never appended twice);
 * ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`, plus ``encoder.timm_name``: the
   timm name that loads ``encoder.pt`` (see :mod:`isogclr.models.encoders`);
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
-* ``artifacts/encoder.pt``: the encoder's state_dict;
-* ``artifacts/features.pt``: frozen encoder features and labels of the train and test splits.
+* only with ``export=True`` (the first Table 1 seed, ``train --export-seed``): ``artifacts/encoder.pt``, the
+  encoder's state_dict with floating tensors in float16 (small enough to commit; timm's
+  ``create_model(..., checkpoint_path=...)`` loads it), and ``artifacts/features.pt``, the frozen
+  features (float16) and labels (int64) of the test split, ``{"test", "test_labels"}``, plus those of the
+  train split (``train``, ``train_labels``, aligned with ``tau.csv``) for a loss with per-sample temperatures.
+
+Everything above is small and committed in git. For the user's own use, never tracked (``.gitignore``):
+
+* ``local/encoder.pt``: the encoder's float32 state_dict;
+* ``local/features.pt``: frozen float32 features and labels of the train and test splits.
 
 While it runs, ``ckpt_dir/checkpoint.pt`` holds model, optimizer, loss state (s, u, tau),
 step and RNG state, rewritten atomically at the end of every epoch (and every
@@ -28,9 +37,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from .. import timing
 from ..config import RunConfig
 from ..data import ImageData, IndexedImageDataset, load_dataset
 from ..data.augment import simclr_augmentation, to_float
+from ..data.splits import validation_split
 from ..data.streaming import (
     LoaderSpec,
     StreamConfig,
@@ -174,8 +185,11 @@ def _describe(row: dict) -> str:
     return f" tau {row['tau_mean']:.3f}+-{row['tau_std']:.3f}" if "tau_mean" in row else ""
 
 
-def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baseline: bool = False) -> dict:
+def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baseline: bool = False,
+              export: bool = False) -> dict:
     """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``.
+
+    ``export``: also write the committed float16 ``artifacts/encoder.pt`` and ``artifacts/features.pt``.
 
     Rank 0 writes checkpoints and outputs (see :class:`_UnimodalTask` for the distributed batch).
     """
@@ -186,9 +200,15 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     device = ctx.device
     if cfg.stream is None:  # small sets: whole splits in memory, augmented in batches on the device
         train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
-        test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
+        if cfg.validation_fraction:  # a tuning run: the test split is not read
+            train_data, test_data = validation_split(train_data, cfg.validation_fraction)
+        else:
+            test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
         train_eval = train_data
     else:  # paper-scale sets: listed, decoded and augmented per sample in worker processes (data.streaming)
+        if cfg.validation_fraction:
+            raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
+                             "supported; tune on an in-memory dataset")
         size = cfg.stream.image_size
         train_data = load_stream(cfg.dataset, cfg.data_root, "train", simclr_transform(cfg.augment, size))
         test_data = load_stream(cfg.dataset, cfg.data_root, "test", eval_transform(size), views=1)
@@ -201,13 +221,15 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
                    final_lr_fraction=cfg.optimizer.final_lr_fraction, ckpt_path=ckpt_path,
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None,
                    checkpoint_every=cfg.train.checkpoint_every, describe=_describe, barrier=distributed.barrier,
-                   is_main=ctx.is_main)
+                   is_main=ctx.is_main, timing_run=timing.run_key(out_dir))
     metrics = task.metrics
     if not ctx.is_main:
         return metrics
-    evaluation = _evaluate(task.model, train_eval, test_data, cfg, device, features_to=out_dir / "artifacts")
+    export_train = export and isinstance(getattr(task.loss_fn, "tau", None), torch.Tensor)  # Figure 5's input
+    evaluation = _evaluate(task.model, train_eval, test_data, cfg, device, features_to=out_dir, export=export,
+                           export_train=export_train)
     metrics.update(evaluation)
-    _write_outputs(cfg, out_dir, task.model, task.loss_fn, train_data, log_rows, metrics)
+    _write_outputs(cfg, out_dir, task.model, task.loss_fn, train_data, log_rows, metrics, export=export)
     ckpt_path.unlink(missing_ok=True)
     _log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
     return metrics
@@ -230,20 +252,35 @@ def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.devic
 
 
 def _evaluate(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, device: torch.device,
-              features_to: Path | None = None) -> dict:
-    """Linear probe and 1-NN on frozen encoder features; optionally export the features."""
+              features_to: Path | None = None, export: bool = False, export_train: bool = False) -> dict:
+    """Linear probe and 1-NN on frozen encoder features; optionally save the features of run folder
+    ``features_to``: all of them in ``local/features.pt`` and, with ``export``, the test split's in float16
+    in ``artifacts/features.pt`` (and the train split's with ``export_train``)."""
     train_x = _features(model.encoder, train_data, device, cfg.stream)
     test_x = _features(model.encoder, test_data, device, cfg.stream)
     if features_to is not None:
         save_torch({"train": train_x, "train_labels": train_data.labels, "test": test_x,
-                    "test_labels": test_data.labels}, features_to / "features.pt")
+                    "test_labels": test_data.labels}, features_to / "local" / "features.pt")
+        if export:
+            splits = {"test": (test_x, test_data), **({"train": (train_x, train_data)} if export_train else {})}
+            save_torch({key: value for name, (x, data) in splits.items()
+                        for key, value in ((name, x.detach().cpu().to(torch.float16)),
+                                           (f"{name}_labels", torch.as_tensor(data.labels).cpu().to(torch.int64)))},
+                       features_to / "artifacts" / "features.pt")
     metrics = linear_probe(train_x, train_data.labels, test_x, test_data.labels, train_data.num_classes, cfg.probe,
                            seed=cfg.seed)
     metrics["knn1_top1"] = knn_accuracy(train_x, train_data.labels, test_x, test_data.labels, k=1)
     return metrics
 
 
-def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, log_rows, metrics) -> None:
+def _half(state: dict) -> dict:
+    """A state_dict with its floating tensors in float16 (integer buffers such as BatchNorm's count kept)."""
+    return {k: v.detach().cpu().to(torch.float16) if v.is_floating_point() else v.detach().cpu()
+            for k, v in state.items()}
+
+
+def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, log_rows, metrics,
+                   export: bool = False) -> None:
     artifacts = out_dir / "artifacts"
     config = cfg.to_dict()
     config["encoder"]["timm_name"] = timm_name(cfg.encoder)
@@ -258,6 +295,12 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
                 for i, (s, y, c, t) in enumerate(zip(train_data.source_index, train_data.labels, superclass,
                                                      tau.cpu(), strict=True))]
         save_text(csv_text(rows), artifacts / "tau.csv")
-    save_torch(model.encoder.state_dict(), artifacts / "encoder.pt")
+    encoder_state = model.encoder.state_dict()
+    save_torch(encoder_state, out_dir / "local" / "encoder.pt")  # float32, never tracked
+    if export:
+        save_torch(_half(encoder_state), artifacts / "encoder.pt")
+    else:  # a rerun of a folder exported before (outside DVC, which clears outputs) keeps no stale export
+        for name in ("encoder.pt", "features.pt"):
+            (artifacts / name).unlink(missing_ok=True)
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
 

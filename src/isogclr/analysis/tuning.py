@@ -1,0 +1,199 @@
+"""The hyper-parameter selection on a validation split, read back from ``tuning/<method>/``.
+
+Every tuned method (a key of ``tuning.methods`` in params.yaml, which maps a method to its search space: a
+grid ``{knob: [values]}`` or a list of candidates ``[{knob: value}, ...]``) is given the same budget:
+``tuning.candidates`` candidates from its space, each trained ``tuning.epochs`` epochs on ``tuning.dataset``
+with ``tuning.validation_fraction`` of the training set held out, at ``tuning.seeds``; the test split is not
+read. The tuning stage (:data:`TUNE_PIPELINE`) writes per method
+
+* ``candidates.csv``: ``candidate`` (int), one column per knob, ``seed``, ``val_top1`` (one row per candidate
+  and seed);
+* ``selected.json``: ``{"method", "dataset", "epochs", "validation_fraction", "seeds", "candidates", "space",
+  "knobs": {knob: selected value}, "val_top1": mean over seeds}``.
+
+A missing file is an error naming it and the stage that writes it; a selection made with other settings than
+params.yaml's ``tuning`` section (stale) is an error too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .tables import MISSING
+
+TUNE_PIPELINE = "pipelines/tune/dvc.yaml"
+CANDIDATES = "candidates.csv"
+SELECTED = "selected.json"
+SETTINGS = ("dataset", "epochs", "validation_fraction", "seeds", "candidates")  # selected.json = params' tuning.*
+
+
+def _missing(path: Path, method: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{path} is missing: it is written by the tuning stage tune@{method} of {TUNE_PIPELINE} "
+                             f"(run `dvc repro {TUNE_PIPELINE}:tune@{method}`, or `python -m isogclr tune --method "
+                             f"{method}`)")
+
+
+def tuned_methods(params: dict[str, Any]) -> list[str]:
+    """The tuned methods: the keys of ``tuning.methods`` in params.yaml (a mapping method -> search space)."""
+    methods = (params.get("tuning") or {}).get("methods")
+    if not isinstance(methods, dict) or not methods:
+        raise ValueError(f"tuning.methods: expected a mapping method -> search space {{knob: [values]}}, "
+                         f"got {methods!r}")
+    return list(methods)
+
+
+def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = "tuning") -> dict[str, Any]:
+    """``tuning/<method>/selected.json``, checked against params.yaml's ``tuning`` section (same settings and
+    search space: otherwise the selection is stale and an error says to rerun the tuning stage)."""
+    path = Path(tuning_dir) / method / SELECTED
+    if not path.exists():
+        raise _missing(path, method)
+    selected = json.loads(path.read_text())
+    tuning = params.get("tuning") or {}
+    expected = {key: tuning[key] for key in SETTINGS if key in tuning}
+    if method in (tuning.get("methods") or {}):
+        expected["space"] = tuning["methods"][method]
+    stale = [f"{key}: {selected.get(key)!r} in {path}, {value!r} in params.yaml" for key, value in expected.items()
+             if _plain(selected.get(key)) != _plain(value)]
+    if stale:
+        raise ValueError(f"{path} was made with other settings than params.yaml's tuning section ("
+                         + "; ".join(stale) + f"): rerun `dvc repro {TUNE_PIPELINE}`")
+    return selected
+
+
+def _plain(value: Any) -> Any:
+    """Lists and tuples alike, for comparing a JSON value with a YAML one."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_candidates(method: str, tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+    """``tuning/<method>/candidates.csv`` (one row per candidate and seed); its required columns are checked."""
+    path = Path(tuning_dir) / method / CANDIDATES
+    if not path.exists():
+        raise _missing(path, method)
+    frame = pd.read_csv(path)
+    missing = [c for c in ("candidate", "seed", "val_top1") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing} (columns: {list(frame.columns)})")
+    return frame
+
+
+def _knobs(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c not in ("candidate", "seed", "val_top1")]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def _per_candidate(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per candidate: its knobs, the seeds it ran and its validation top-1 (mean over seeds)."""
+    knobs = _knobs(frame)
+    grouped = frame.groupby("candidate", sort=True)
+    out = grouped[knobs].first() if knobs else pd.DataFrame(index=grouped.size().index)
+    out["seeds"] = grouped["seed"].nunique()
+    out["val_top1"] = grouped["val_top1"].mean()
+    return out.reset_index()
+
+
+def params_value(params: dict[str, Any], method: str, knob: str) -> Any:
+    """The value params.yaml gives ``knob`` of ``method``: ``methods.<method>.<knob>``, or the dotted key itself
+    when ``knob`` has a dot (``train.optimizer.lr``); None when params.yaml does not set it (the default)."""
+    node: Any = params if "." in knob else (params.get("methods") or {}).get(method) or {}
+    for part in knob.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _order(value: Any) -> tuple[bool, Any]:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (not number, value if number else str(value))
+
+
+def space_text(space: dict[str, list] | list[dict[str, Any]]) -> str:
+    """A search space in a table cell: ``tau ∈ {0.1, 0.2}; gamma ∈ {0.9}`` for a grid; for a list of candidates,
+    ``4 listed over rho ∈ {0.3, 0.4}; eta ∈ {0.01, 0.03}`` (the values each knob takes among them)."""
+    if isinstance(space, dict):
+        return "; ".join(f"{k} ∈ {{{', '.join(_fmt(v) for v in vs)}}}" for k, vs in space.items())
+    values: dict[str, list] = {}
+    for candidate in space:
+        for k, v in candidate.items():
+            if not any(_same(v, u) for u in values.setdefault(k, [])):
+                values[k].append(v)
+    grid = "; ".join(f"{k} ∈ {{{', '.join(_fmt(v) for v in sorted(vs, key=_order))}}}" for k, vs in values.items())
+    return f"{len(space)} listed over {grid}"
+
+
+def candidates_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+    """Every candidate of every tuned method, method by method: its knobs (a column per knob of any method;
+    empty where the knob is not the method's), the seeds it ran, its validation top-1 (mean over seeds) and
+    whether it was selected."""
+    frames = []
+    for method in tuned_methods(params):
+        selected = load_selected(params, method, tuning_dir)["knobs"]
+        rows = _per_candidate(load_candidates(method, tuning_dir))
+        rows["selected"] = [all(_same(r[k], v) for k, v in selected.items() if k in rows.columns)
+                            for _, r in rows.iterrows()]
+        frames.append(rows.assign(method=method))
+    table = pd.concat(frames, ignore_index=True)
+    first = ["method", "candidate"]
+    last = ["seeds", "val_top1", "selected"]
+    return table[first + [c for c in table.columns if c not in first + last] + last]
+
+
+def selection_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+    """One row per tuned method (index ``method``): its search space, the candidates tried, the seeds, the
+    selected knobs, the validation top-1 of the selected (``selected.json``), best and worst candidate (mean over
+    seeds, from ``candidates.csv``), and the params.yaml value each selected knob replaced where it differs
+    (``knob: params.yaml value → selected``; "default" where params.yaml does not set the knob)."""
+    rows = []
+    for method in tuned_methods(params):
+        selected = load_selected(params, method, tuning_dir)
+        per_candidate = _per_candidate(load_candidates(method, tuning_dir))
+        space = selected.get("space") or {}
+        replaced = []
+        for knob, value in selected["knobs"].items():
+            before = params_value(params, method, knob)
+            if before is None or not _same(before, value):
+                replaced.append(f"{knob}: {'default' if before is None else _fmt(before)} → {_fmt(value)}")
+        rows.append({
+            "method": method,
+            "search space": space_text(space),
+            "candidates": len(per_candidate),
+            "seeds": ", ".join(str(s) for s in selected.get("seeds") or []),
+            "selected": ", ".join(f"{k}={_fmt(v)}" for k, v in selected["knobs"].items()),
+            "val top-1 selected": float(selected["val_top1"]),
+            "val top-1 best": float(per_candidate["val_top1"].max()),
+            "val top-1 worst": float(per_candidate["val_top1"].min()),
+            "replaces in params.yaml": "; ".join(replaced) or MISSING,
+        })
+    return pd.DataFrame(rows).set_index("method")
+
+
+def selection_settings(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> dict[str, Any]:
+    """The settings every method was selected with (dataset, epochs, validation fraction, seeds, candidates),
+    read from the methods' ``selected.json``; an error when they differ between methods (not the same budget)."""
+    settings = {m: {k: _plain(load_selected(params, m, tuning_dir).get(k)) for k in SETTINGS}
+                for m in tuned_methods(params)}
+    first = next(iter(settings.values()))
+    differ = {m: s for m, s in settings.items() if s != first}
+    if differ:
+        raise ValueError(f"the tuned methods were not selected with the same settings: {settings}")
+    return first

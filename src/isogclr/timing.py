@@ -1,0 +1,125 @@
+"""The one timing record: wall-clock seconds of every run's epochs (or steps), out of the result files.
+
+A run's results (``metrics.json``, ``train_log.csv``, ``dvclive/``, ``runs_convergence/*.csv``) hold no
+wall clock, so a rerun that gives bit-identical results changes no tracked result file. The times go
+into one CSV at the project root, ``timing.csv`` (tracked in git, but no DVC dependency: it shows the
+times last measured on the machine that ran each run). Columns: ``run`` (the run's output folder
+relative to the project root, e.g. ``runs/isogclr-synth10-s0``, ``studies/batch_size/simclr-32-s0``,
+``runs_convergence/emc2-A2``), then ``epoch`` or ``step``, ``seconds`` and optionally ``samples_per_s``.
+
+:func:`record` replaces every row of one run under an exclusive ``fcntl.flock`` on ``timing.csv.lock``
+(two training processes may finish at once) and rewrites the file atomically, rows sorted by
+(run, epoch, step), so the file's bytes depend only on its content. :func:`read` returns the rows
+(a pandas DataFrame with ``as_frame=True``); a missing file is an empty record.
+
+The bottom layer: imports only the standard library and :mod:`isogclr.io`. The file is
+``timing.csv`` in the current working directory (the project root in every stage) unless the
+environment variable ``ISOGCLR_TIMING_CSV`` names another (the tests point it at a temporary file).
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from .io import csv_text, save_text
+
+FILENAME = "timing.csv"
+ENV = "ISOGCLR_TIMING_CSV"
+COLUMNS = ("run", "epoch", "step", "seconds", "samples_per_s")  # the order of the file's columns
+_INTS = ("epoch", "step")
+_FLOATS = ("seconds", "samples_per_s")
+
+
+def default_path() -> Path:
+    """``$ISOGCLR_TIMING_CSV`` if set, else ``timing.csv`` in the current working directory."""
+    return Path(os.environ.get(ENV) or FILENAME)
+
+
+def run_key(out_dir: Path | str) -> str:
+    """A run's key in the record: its output folder relative to the working directory (as given if outside)."""
+    path = Path(out_dir)
+    try:
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        pass
+    return path.as_posix()
+
+
+def _parse(row: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"run": row["run"]}
+    for name in _INTS:
+        if row.get(name) not in (None, ""):
+            out[name] = int(row[name])
+    for name in _FLOATS:
+        if row.get(name) not in (None, ""):
+            out[name] = float(row[name])
+    return out
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return [_parse(row) for row in csv.DictReader(f)]
+
+
+def _sort_key(row: dict[str, Any]) -> tuple:
+    return (row["run"], row.get("epoch", -1), row.get("step", -1))
+
+
+def _clean(run: str, row: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(row) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"timing rows take the columns {COLUMNS[1:]}, got {sorted(unknown)}")
+    out: dict[str, Any] = {"run": run}
+    for name in _INTS:
+        if row.get(name) is not None:
+            out[name] = int(row[name])
+    if "epoch" not in out and "step" not in out:
+        raise ValueError(f"a timing row needs an epoch or a step: {row}")
+    if row.get("seconds") is None or not math.isfinite(float(row["seconds"])):
+        raise ValueError(f"a timing row needs finite seconds: {row}")
+    out["seconds"] = round(float(row["seconds"]), 3)
+    if row.get("samples_per_s") is not None:
+        out["samples_per_s"] = round(float(row["samples_per_s"]), 1)
+    return out
+
+
+def record(run: str, rows: list[dict[str, Any]], path: Path | str | None = None) -> None:
+    """Replace every row of ``run`` in the record by ``rows`` (each with ``epoch`` or ``step``, ``seconds``,
+    optionally ``samples_per_s``), under an exclusive lock, written atomically and sorted."""
+    path = Path(path) if path is not None else default_path()
+    new = [_clean(run, row) for row in rows]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            kept = [row for row in _read_rows(path) if row["run"] != run]
+            merged = sorted(kept + new, key=_sort_key)
+            present = {k for row in merged for k in row}
+            columns = [c for c in COLUMNS if c in present]
+            text = csv_text([{c: row.get(c, "") for c in columns} for row in merged])
+            save_text(text, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def read(path: Path | str | None = None, as_frame: bool = False):  # noqa: ANN201 (list or DataFrame)
+    """The record's rows as dicts (missing values left out), or a DataFrame with ``as_frame`` (an empty
+    one with the columns ``run, epoch, step, seconds, samples_per_s`` when the file is missing)."""
+    rows = _read_rows(Path(path) if path is not None else default_path())
+    if not as_frame:
+        return rows
+    import pandas as pd  # analysis code only: the trainers import this module without pandas
+
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for name in _INTS:
+        frame[name] = frame[name].astype("Int64")
+    for name in _FLOATS:
+        frame[name] = frame[name].astype(float)
+    return frame

@@ -1,0 +1,228 @@
+"""Generated datasets as manifests (git) and folders rebuilt on demand: the manifest round trip, a deleted
+folder rebuilt with the same bytes, a tampered manifest named in the error, concurrent rebuilds, and the
+generators' determinism, on tiny specs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from isogclr.cli import main
+from isogclr.data import fashion_mnist, load_dataset, manifest
+from isogclr.data.fashion_mnist import FashionMnistMiniSpec
+from isogclr.data.manifest import STAMP, ManifestError, ensure, read_stamp, tree_hash
+from isogclr.data.pairs_folder import load_pairs_folder
+from isogclr.data.synthetic import SyntheticSpec
+from isogclr.data.synthetic_pairs import PairSpec
+
+from .conftest import ROOT
+from .test_data_fashion_mnist import _fixture
+
+TINY = {
+    "synthetic": {"seed": 0, "image_size": 12, "noise": 0.05, "per_class": {10: [3, 1]}},
+    "synthetic_pairs": {"seed": 5, "image_size": 12, "num_pairs": 30, "num_clusters": 6, "retrieval_images": 5,
+                        "zeroshot_per_class": 1},
+    "fashion_mnist_mini": {"per_class": [2, 1], "image_size": 8},
+}
+COMMANDS = {"synthetic": "synthetic", "synthetic_pairs": "synthetic-pairs", "fashion_mnist_mini": "fashion-mnist-mini"}
+SPECS = {"synthetic": SyntheticSpec(seed=0, image_size=12, noise=0.05, per_class={10: (3, 1)}),
+         "synthetic_pairs": PairSpec(seed=5, image_size=12, num_pairs=30, num_clusters=6, retrieval_images=5,
+                                     zeroshot_per_class=1),
+         "fashion_mnist_mini": FashionMnistMiniSpec(per_class=(2, 1), image_size=8)}
+
+
+@pytest.fixture
+def fashion_source(tmp_path, monkeypatch) -> Path:
+    """A tiny Fashion-MNIST in the Debian layout, standing in for /usr/share/datasets/fashion-mnist."""
+    system = tmp_path / "system"
+    _fixture(system, n_train=30, n_test=20)
+    monkeypatch.setattr(fashion_mnist, "SYSTEM_DIR", system)
+    return system
+
+
+def _make(root: Path, name: str) -> dict:
+    """Run the dataset's command on a tiny spec, as the DVC stage does; return the manifest written."""
+    params = root.parent / f"params-{name}.yaml"
+    params.write_text(yaml.safe_dump({"data": {"root": str(root), name: TINY[name]}}))
+    assert main([COMMANDS[name], "--params", str(params), "--out", str(root / name)]) == 0
+    return json.loads((root / f"{name}.json").read_text())
+
+
+def _load(name: str, root: Path):
+    if name == "synthetic":
+        return load_dataset("synth10", root, "train")
+    if name == "fashion_mnist_mini":
+        return load_dataset("fashion_mnist_mini", root, "train")
+    return load_pairs_folder(root / name, 12)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_manifest_round_trip(name, tmp_path, fashion_source, monkeypatch):
+    root = tmp_path / "data"
+    written = _make(root, name)
+    digest, n = tree_hash(root / name)
+    assert written == {"dataset": name, "generator": manifest.BY_DATASET[name].target,
+                       "spec": manifest.spec_dict(SPECS[name]), "files": n, "sha256": digest}
+    assert read_stamp(root / name) == digest and manifest.up_to_date(root / name)
+    # the stored spec is the generator's spec again
+    module = sys.modules[manifest.BY_DATASET[name].target.split(":")[0]]
+    assert module.spec_from_dict(written["spec"]) == SPECS[name]
+    # up to date: ensure reads the stamp and hashes nothing
+    monkeypatch.setattr(manifest, "tree_hash", lambda folder: pytest.fail("ensure hashed an up-to-date folder"))
+    assert ensure(name, root) == root / name
+    _load(name, root)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_deleted_folder_is_rebuilt_by_its_loader(name, tmp_path, fashion_source, capsys):
+    root = tmp_path / "data"
+    written = _make(root, name)
+    shutil.rmtree(root / name)  # a fresh clone: the manifest only
+    assert not manifest.up_to_date(root / name)
+    capsys.readouterr()
+    _load(name, root)
+    assert tree_hash(root / name) == (written["sha256"], written["files"])
+    assert read_stamp(root / name) == written["sha256"]
+    err = capsys.readouterr().err
+    assert f"regenerated {root / name}" in err and f"from {root / name}.json" in err
+    assert {name, f"{name}.json"} <= {p.name for p in root.iterdir()}
+    assert not list(root.glob(f".{name}.regen-*"))  # no temporary folder left behind
+
+
+def test_stale_folder_is_rebuilt_and_right_bytes_only_restamped(tmp_path, capsys):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    (root / "synthetic" / STAMP).unlink()  # the right bytes without a stamp: hashed, stamped, not rebuilt
+    capsys.readouterr()
+    assert manifest._ensure("synthetic", root, quiet=False)[1] == "verified"
+    assert read_stamp(root / "synthetic") == written["sha256"] and "regenerated" not in capsys.readouterr().err
+    # other bytes (an edited file, a stray one) and another stamp: rebuilt
+    (root / "synthetic" / STAMP).write_text("0" * 64)
+    (root / "synthetic" / "meta.json").write_text("{}")
+    (root / "synthetic" / "stray.txt").write_text("x")
+    assert manifest._ensure("synthetic", root, quiet=True)[1] == "rebuilt"
+    assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])
+    assert not (root / "synthetic" / "stray.txt").exists()
+    assert [p.name for p in root.iterdir() if p.name.startswith(".synthetic.") and p.name != ".synthetic.lock"] == []
+
+
+def test_tampered_manifest_hash_names_the_manifest(tmp_path):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    path = root / "synthetic.json"
+    path.write_text(json.dumps({**written, "sha256": "f" * 64}))
+    shutil.rmtree(root / "synthetic")
+    with pytest.raises(ManifestError) as err:
+        ensure("synthetic", root)
+    message = str(err.value)
+    for part in (str(path), "f" * 64, written["sha256"], "dvc repro synthetic", "python -m isogclr synthetic"):
+        assert part in message
+    assert not (root / "synthetic").exists() and not list(root.glob(".synthetic.regen-*"))
+
+
+def test_missing_manifest_names_the_file_and_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"synthetic\.json not found.*python -m isogclr synthetic --out"):
+        ensure("synthetic", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"fashion_mnist_mini\.json not found.*fashion-mnist-mini"):
+        ensure("fashion_mnist_mini", tmp_path)
+    # a loader with neither the folder nor its manifest says what to run
+    with pytest.raises(FileNotFoundError, match=r"synthetic\.json.*python -m isogclr synthetic"):
+        load_dataset("synth10", tmp_path, "train")
+
+
+def test_fashion_rebuild_without_its_source_says_what_to_install(tmp_path, fashion_source, monkeypatch):
+    root = tmp_path / "data"
+    _make(root, "fashion_mnist_mini")
+    shutil.rmtree(root / "fashion_mnist_mini")
+    shutil.rmtree(root / "fashion_mnist")  # the decompressed copy of the source files
+    monkeypatch.setattr(fashion_mnist, "SYSTEM_DIR", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=r"fashion_mnist_mini\.json.*apt-get install -y dataset-fashion-mnist"):
+        load_dataset("fashion_mnist_mini", root, "train")
+
+
+def test_folder_without_manifest_is_read_as_it_is(tmp_path):
+    """A folder written by hand (or by a test) without a manifest: loaders read it, ensure() refuses it."""
+    from isogclr.data.synthetic import write_synthetic
+
+    write_synthetic(SPECS["synthetic"], tmp_path / "synthetic")
+    assert len(load_dataset("synth10", tmp_path, "train")) == 30
+    with pytest.raises(FileNotFoundError, match="synthetic.json not found"):
+        ensure("synthetic", tmp_path)
+
+
+def test_two_processes_ensure_at_once(tmp_path):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    shutil.rmtree(root / "synthetic")
+    code = "import sys; from isogclr.data.manifest import ensure; ensure('synthetic', sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sum("regenerated" in e for e in errs) == 1  # the second waited and found the first's folder
+    assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])
+    assert sorted(p.name for p in root.iterdir()) == [".synthetic.lock", "synthetic", "synthetic.json"]
+
+
+def test_install_race_keeps_the_first_folder(tmp_path):
+    """Without the lock (another filesystem): the second rename fails, its copy is dropped, the first kept."""
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    for copy in ("a", "b"):
+        shutil.copytree(root / "synthetic", tmp_path / copy)
+        (tmp_path / copy / "marker").write_text(copy)
+    shutil.rmtree(root / "synthetic")
+    assert manifest._install(tmp_path / "a", root / "synthetic", written["sha256"])
+    assert not manifest._install(tmp_path / "b", root / "synthetic", written["sha256"])
+    assert (root / "synthetic" / "marker").read_text() == "a"
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_generators_are_deterministic(name, tmp_path, fashion_source):
+    generator = manifest.BY_DATASET[name]
+    spec = manifest.spec_dict(SPECS[name])
+    hashes = []
+    for copy in ("a", "b"):
+        generator.write(spec, tmp_path, tmp_path / copy / name)
+        hashes.append(tree_hash(tmp_path / copy / name))
+    assert hashes[0] == hashes[1]
+    other = {"synthetic": {"seed": 1}, "synthetic_pairs": {"seed": 6}, "fashion_mnist_mini": {"image_size": 9}}[name]
+    generator.write({**spec, **other}, tmp_path, tmp_path / "c" / name)
+    assert tree_hash(tmp_path / "c" / name)[0] != hashes[0][0]
+
+
+def test_tree_hash_covers_names_and_bytes_not_the_stamp(tmp_path):
+    folder = tmp_path / "f"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("1")
+    (folder / "b.txt").write_text("2")
+    base = tree_hash(folder)
+    assert base[1] == 2
+    (folder / STAMP).write_text("anything")
+    assert tree_hash(folder) == base
+    (folder / "b.txt").write_text("3")
+    assert tree_hash(folder)[0] != base[0]
+    (folder / "b.txt").write_text("2")
+    (folder / "b.txt").rename(folder / "c.txt")
+    assert tree_hash(folder)[0] != base[0]
+
+
+def test_restore_data_command(tmp_path, fashion_source, capsys):
+    root = tmp_path / "data"
+    for name in TINY:
+        _make(root, name)
+    (root / "notes.json").write_text('{"not": "a manifest"}')
+    shutil.rmtree(root / "synthetic_pairs")
+    capsys.readouterr()
+    assert main(["restore-data", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{root / 'synthetic_pairs'}: rebuilt" in out and f"{root / 'synthetic'}: up to date" in out
+    assert "notes" not in out and "restored 3 generated dataset(s)" in out
+    assert main(["restore-data", "--root", str(tmp_path / "empty")]) == 0
+    assert "nothing to restore" in capsys.readouterr().out

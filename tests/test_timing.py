@@ -1,0 +1,93 @@
+"""The timing record timing.csv: replace a run's rows, read back, sorted output, two writers at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+
+import pytest
+
+from isogclr import timing
+
+
+def test_record_replaces_a_runs_rows_and_reads_back(tmp_path):
+    path = tmp_path / "timing.csv"
+    assert timing.read(path) == [] and timing.read(path, as_frame=True).empty  # missing file: empty record
+    timing.record("runs/b-s0", [{"epoch": 2, "seconds": 2.00049, "samples_per_s": 10.04},
+                                {"epoch": 1, "seconds": 1.0, "samples_per_s": 12.0}], path=path)
+    timing.record("runs/a-s0", [{"epoch": 1, "seconds": 3.5}], path=path)
+    assert path.read_text() == ("run,epoch,seconds,samples_per_s\n"
+                                "runs/a-s0,1,3.5,\n"
+                                "runs/b-s0,1,1.0,12.0\n"
+                                "runs/b-s0,2,2.0,10.0\n")  # sorted by (run, epoch), seconds to 3 decimals
+    timing.record("runs/b-s0", [{"epoch": 1, "seconds": 0.5, "samples_per_s": 20.0}], path=path)  # a rerun
+    assert timing.read(path) == [{"run": "runs/a-s0", "epoch": 1, "seconds": 3.5},
+                                 {"run": "runs/b-s0", "epoch": 1, "seconds": 0.5, "samples_per_s": 20.0}]
+    timing.record("runs_convergence/emc2-A2", [{"step": 124, "seconds": 1.5}, {"step": 62, "seconds": 1.25}],
+                  path=path)
+    frame = timing.read(path, as_frame=True)
+    assert list(frame.columns) == ["run", "epoch", "step", "seconds", "samples_per_s"]
+    steps = frame[frame.run == "runs_convergence/emc2-A2"]
+    assert steps["step"].tolist() == [62, 124] and steps["epoch"].isna().all()
+    assert not (tmp_path / "timing.csv.lock").read_text()  # the lock file is empty (and git-ignored)
+
+
+def test_the_file_depends_only_on_its_content(tmp_path):
+    rows = {"runs/x": [{"epoch": e, "seconds": e / 3} for e in (3, 1, 2)], "runs/a": [{"epoch": 1, "seconds": 1}]}
+    texts = []
+    for order in (("runs/x", "runs/a"), ("runs/a", "runs/x")):
+        path = tmp_path / f"{order[0].replace('/', '_')}.csv"
+        for run in order:
+            timing.record(run, rows[run], path=path)
+        texts.append(path.read_text())
+    assert texts[0] == texts[1]
+
+
+def test_bad_rows_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="epoch or a step"):
+        timing.record("runs/a", [{"seconds": 1.0}], path=tmp_path / "t.csv")
+    with pytest.raises(ValueError, match="columns"):
+        timing.record("runs/a", [{"epoch": 1, "seconds": 1.0, "loss": 2.0}], path=tmp_path / "t.csv")
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_run_key_is_the_folder_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert timing.run_key(tmp_path / "runs" / "isogclr-synth10-s0") == "runs/isogclr-synth10-s0"
+    assert timing.run_key("studies/batch_size/simclr-32-s0") == "studies/batch_size/simclr-32-s0"
+
+
+def test_default_path_is_timing_csv_or_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv(timing.ENV, raising=False)
+    assert str(timing.default_path()) == "timing.csv"
+    monkeypatch.setenv(timing.ENV, str(tmp_path / "t.csv"))
+    timing.record("runs/a", [{"epoch": 1, "seconds": 1.0}])
+    assert timing.read(tmp_path / "t.csv") == [{"run": "runs/a", "epoch": 1, "seconds": 1.0}]
+
+
+def _writer(path: str, worker: int, runs: int) -> None:
+    for i in range(runs):
+        timing.record(f"runs/w{worker}-{i:02d}", [{"epoch": e, "seconds": worker + e / 10} for e in (1, 2, 3)],
+                      path=path)
+
+
+def test_two_processes_recording_at_once_lose_no_row(tmp_path):
+    path = tmp_path / "timing.csv"
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=_writer, args=(str(path), worker, 15)) for worker in (1, 2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    rows = timing.read(path)
+    assert len(rows) == 2 * 15 * 3
+    assert rows == sorted(rows, key=lambda r: (r["run"], r["epoch"]))
+    assert {r["run"] for r in rows} == {f"runs/w{w}-{i:02d}" for w in (1, 2) for i in range(15)}
+
+
+def test_importable_without_pandas():
+    code = ("import sys; sys.modules['pandas'] = None; import isogclr.timing as t; "
+            "assert t.read('missing.csv') == []")
+    subprocess.run([sys.executable, "-c", code], check=True)
