@@ -30,8 +30,8 @@ def test_readme_recipe_keeps_table1_and_the_knobs():
     assert shown.returncode == 0, shown.stderr
     header, *rows = list(csv.reader(io.StringIO(shown.stdout)))
     readme = (ROOT / "README.md").read_text()
-    assert f"keeps the experiment, Table 1's linear-probe top-1 at\nthe first seed and the two iSogCLR knobs, " \
+    assert f"keeps the experiment, Table 1's linear-probe top-1 at\nthe first seed and the knob changed, " \
            f"{len(header)} columns" in readme  # the README states the count this recipe gives
     metrics = [c for c in header if re.fullmatch(r"runs/[a-z_]+-synth10(_lt)?-s0/metrics.json:top1", c)]
-    assert len(metrics) >= 2 and {"methods.isogclr.rho", "methods.isogclr.tau_init"} <= set(header), header
+    assert len(metrics) >= 2 and "methods.isogclr.tau_min" in header, header
     assert len(header) <= 16 and rows  # fits a screen

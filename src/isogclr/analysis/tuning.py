@@ -179,9 +179,9 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -
             "candidates": len(per_candidate),
             "seeds": ", ".join(str(s) for s in selected.get("seeds") or []),
             "selected": ", ".join(f"{k}={_fmt(v)}" for k, v in selected["knobs"].items()),
-            "val top-1 selected": float(selected["val_top1"]),
-            "val top-1 best": float(per_candidate["val_top1"].max()),
-            "val top-1 worst": float(per_candidate["val_top1"].min()),
+            "val top-1 selected": round(float(selected["val_top1"]), 2),
+            "val top-1 best": round(float(per_candidate["val_top1"].max()), 2),
+            "val top-1 worst": round(float(per_candidate["val_top1"].min()), 2),
             "replaces in params.yaml": "; ".join(replaced) or MISSING,
         })
     return pd.DataFrame(rows).set_index("method")
