@@ -79,6 +79,27 @@ def test_execution_timestamps_are_stripped():
     assert nb.cells[0].metadata == {"papermill": {"status": "completed"}}
 
 
+def test_papermill_injected_cell_gets_a_fixed_id(tmp_path):
+    """Executing a report twice with the same results writes the same bytes: papermill gives its injected
+    parameters cell a random id, which is replaced."""
+    import nbformat
+
+    from isogclr.analysis.report import execute_report
+
+    source = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                                             nbformat.v4.new_code_cell("print(x)")],
+                                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                               "language": "python"}})
+    nbformat.write(source, tmp_path / "in.ipynb")
+    (tmp_path / "params.yaml").write_text("profile: smoke\n")
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    texts = []
+    for _ in range(2):
+        execute_report(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"x": 2}, cwd=tmp_path)
+        texts.append((tmp_path / "out.ipynb").read_text())
+    assert texts[0] == texts[1] and '"id": "injected-parameters"' in texts[0]
+
+
 def test_report_parameters_are_typed_as_papermill_types_them():
     assert typed_parameters([("rho", "0.3"), ("seed", "0"), ("flag", "True"), ("none", "None"), ("dir", "runs")]) \
         == {"rho": 0.3, "seed": 0, "flag": True, "none": None, "dir": "runs"}

@@ -60,12 +60,15 @@ _RUN_KEYS = ("start_time", "end_time", "duration")
 
 
 def strip_execution_metadata(nb: Any) -> Any:
-    """Remove execution timestamps and durations from an executed notebook (in place; returns it)."""
+    """Remove execution timestamps and durations from an executed notebook, and give papermill's injected
+    parameters cell (a random id per execution) a fixed id (in place; returns it)."""
     papermill = nb.metadata.get("papermill")
     if papermill is not None:
         for key in _RUN_KEYS:
             papermill.pop(key, None)
     for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
         cell.metadata.pop("execution", None)  # Jupyter's iopub/shell timestamps
         papermill = cell.metadata.get("papermill")
         if papermill is not None:

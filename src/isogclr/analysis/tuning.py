@@ -24,11 +24,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..config import TUNING_DIR, ConfigError, selection_path, tuning_spec
 from .tables import MISSING
 
 TUNE_PIPELINE = "pipelines/tune/dvc.yaml"
 CANDIDATES = "candidates.csv"
-SELECTED = "selected.json"
 SETTINGS = ("dataset", "epochs", "validation_fraction", "seeds", "candidates")  # selected.json = params' tuning.*
 
 
@@ -39,25 +39,25 @@ def _missing(path: Path, method: str) -> FileNotFoundError:
 
 
 def tuned_methods(params: dict[str, Any]) -> list[str]:
-    """The tuned methods: the keys of ``tuning.methods`` in params.yaml (a mapping method -> search space)."""
-    methods = (params.get("tuning") or {}).get("methods")
-    if not isinstance(methods, dict) or not methods:
-        raise ValueError(f"tuning.methods: expected a mapping method -> search space {{knob: [values]}}, "
-                         f"got {methods!r}")
-    return list(methods)
+    """The tuned methods: the keys of ``tuning.methods`` (read by :func:`isogclr.config.tuning_spec`, the one
+    reader of params.yaml's ``tuning`` section)."""
+    spec = tuning_spec(params)
+    if spec is None:
+        raise ConfigError("tuning: not defined in params.yaml (no method was tuned)")
+    return list(spec.methods)
 
 
-def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = "tuning") -> dict[str, Any]:
+def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
     """``tuning/<method>/selected.json``, checked against params.yaml's ``tuning`` section (same settings and
     search space: otherwise the selection is stale and an error says to rerun the tuning stage)."""
-    path = Path(tuning_dir) / method / SELECTED
+    path = selection_path(method, tuning_dir)  # the path the tuned runs read
     if not path.exists():
         raise _missing(path, method)
     selected = json.loads(path.read_text())
-    tuning = params.get("tuning") or {}
-    expected = {key: tuning[key] for key in SETTINGS if key in tuning}
-    if method in (tuning.get("methods") or {}):
-        expected["space"] = tuning["methods"][method]
+    spec = tuning_spec(params)
+    expected = {} if spec is None else {key: getattr(spec, key) for key in SETTINGS}
+    if spec is not None and method in spec.methods:
+        expected["space"] = spec.methods[method]
     stale = [f"{key}: {selected.get(key)!r} in {path}, {value!r} in params.yaml" for key, value in expected.items()
              if _plain(selected.get(key)) != _plain(value)]
     if stale:
@@ -75,7 +75,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def load_candidates(method: str, tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+def load_candidates(method: str, tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
     """``tuning/<method>/candidates.csv`` (one row per candidate and seed); its required columns are checked."""
     path = Path(tuning_dir) / method / CANDIDATES
     if not path.exists():
@@ -141,7 +141,7 @@ def space_text(space: dict[str, list] | list[dict[str, Any]]) -> str:
     return f"{len(space)} listed over {grid}"
 
 
-def candidates_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+def candidates_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
     """Every candidate of every tuned method, method by method: its knobs (a column per knob of any method;
     empty where the knob is not the method's), the seeds it ran, its validation top-1 (mean over seeds) and
     whether it was selected."""
@@ -158,7 +158,7 @@ def candidates_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") 
     return table[first + [c for c in table.columns if c not in first + last] + last]
 
 
-def selection_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
     """One row per tuned method (index ``method``): its search space, the candidates tried, the seeds, the
     selected knobs, the validation top-1 of the selected (``selected.json``), best and worst candidate (mean over
     seeds, from ``candidates.csv``), and the params.yaml value each selected knob replaced where it differs
@@ -187,7 +187,7 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = "tuning") -
     return pd.DataFrame(rows).set_index("method")
 
 
-def selection_settings(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> dict[str, Any]:
+def selection_settings(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
     """The settings every method was selected with (dataset, epochs, validation fraction, seeds, candidates),
     read from the methods' ``selected.json``; an error when they differ between methods (not the same budget)."""
     settings = {m: {k: _plain(load_selected(params, m, tuning_dir).get(k)) for k in SETTINGS}
