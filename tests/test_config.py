@@ -152,3 +152,132 @@ def test_cli_bimodal_study_needs_a_value(tmp_path, smoke_params):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2 and "give both --study and --value" in result.stderr
     assert not (tmp_path / "studies").exists()
+
+
+# ------------------------------------------------------- the typed report sections (what the notebooks read)
+
+
+def test_table_spec_reads_a_table_section(smoke_params):
+    from isogclr.config import TableSpec, table_spec
+
+    spec = table_spec(copy.deepcopy(smoke_params), "table1")
+    raw = smoke_params["table1"]
+    assert isinstance(spec, TableSpec)
+    assert spec.methods == tuple(raw["methods"]) and spec.datasets == tuple(raw["datasets"])
+    assert spec.seeds == tuple(raw["seeds"]) and spec.tuned is True
+    assert spec.paper_rows == {"sogclr_official": "sogclr"}
+    assert spec.paper_row("sogclr_official") == "sogclr" and spec.paper_row("isogclr") == "isogclr"
+    extra = table_spec(smoke_params, "table3")
+    assert extra.paper_rows == {} and extra.tuned is False  # the defaults of absent keys
+    params = copy.deepcopy(smoke_params)
+    del params["table1_real"]
+    assert table_spec(params, "table1_real") is None
+
+
+@pytest.mark.parametrize(("section", "edit", "key"), [
+    ("table1", lambda t: t.update(seeds=[0, -1]), "table1.seeds"),
+    ("table1", lambda t: t.update(seeds=[True]), "table1.seeds"),
+    ("table1", lambda t: t.update(seeds=[]), "table1.seeds"),
+    ("table1", lambda t: t.update(methods="simclr"), "table1.methods"),
+    ("table1", lambda t: t["methods"].append("nope"), "table1.methods"),
+    ("table1_real", lambda t: t["datasets"].append("cifar1000"), "table1_real.datasets"),
+    ("table1", lambda t: t.update(paper_rows={"nope": "simclr"}), "table1.paper_rows"),
+    ("table1", lambda t: t.update(paper_rows=["simclr"]), "table1.paper_rows"),
+    ("table3", lambda t: t.update(tuned="yes"), "table3.tuned"),
+    ("table3", lambda t: t.update(seed=[0]), "table3.seed"),  # a misspelt key is not silently ignored
+])
+def test_table_spec_names_the_bad_key(smoke_params, section, edit, key):
+    from isogclr.config import table_spec
+
+    params = copy.deepcopy(smoke_params)
+    edit(params[section])
+    with pytest.raises(ConfigError) as err:
+        table_spec(params, section)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_table_spec_only_reads_table_sections(smoke_params):
+    from isogclr.config import table_spec
+
+    with pytest.raises(ConfigError, match="^temperatures: not a table section"):
+        table_spec(smoke_params, "temperatures")
+
+
+def test_temperature_spec_reuses_table1_seeds(smoke_params):
+    from isogclr.config import TemperatureSpec, temperature_spec
+
+    params = copy.deepcopy(smoke_params)
+    params["table1"]["seeds"] = [3, 1]
+    spec = temperature_spec(params)
+    assert spec == TemperatureSpec(methods=tuple(params["temperatures"]["methods"]),
+                                   datasets=tuple(params["temperatures"]["datasets"]), seeds=(3, 1))
+    del params["temperatures"]
+    assert temperature_spec(params) is None
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (lambda p: p["temperatures"].update(methods=["simclr_x"]), "temperatures.methods"),
+    (lambda p: p["temperatures"].update(datasets=["synth100"]), "temperatures.datasets"),  # not a table1 dataset
+    (lambda p: p["temperatures"].update(datasets=[]), "temperatures.datasets"),
+    (lambda p: p["temperatures"].update(seeds=[0]), "temperatures.seeds"),  # its seeds are table1's
+    (lambda p: p.pop("table1"), "temperatures"),
+    (lambda p: p["table1"].update(seeds="0"), "table1.seeds"),
+])
+def test_temperature_spec_names_the_bad_key(smoke_params, edit, key):
+    from isogclr.config import temperature_spec
+
+    params = copy.deepcopy(smoke_params)
+    edit(params)
+    with pytest.raises(ConfigError) as err:
+        temperature_spec(params)
+    assert str(err.value).startswith(key), str(err.value)
+
+
+def test_method_settings_are_the_runs_kwargs(smoke_params):
+    from isogclr.config import method_settings
+
+    params = copy.deepcopy(smoke_params)
+    settings = method_settings(params, "isogclr")
+    expected = {k: v for k, v in params["methods"]["isogclr"].items() if k != "loss"}
+    assert settings == expected == run_config(params, "isogclr", "synth10", 0).method.kwargs
+    settings["rho"] = 123.0  # a copy: the params are not modified
+    assert method_settings(params, "isogclr")["rho"] == params["methods"]["isogclr"]["rho"] != 123.0
+    params["methods"]["isogclr"]["rho"] = -0.1
+    with pytest.raises(ConfigError, match="^methods.isogclr"):
+        method_settings(params, "isogclr")
+    with pytest.raises(ConfigError, match="^methods.nope: not defined"):
+        method_settings(params, "nope")
+
+
+def test_profile_name(smoke_params):
+    from isogclr.config import profile_name
+
+    assert profile_name(smoke_params) == "smoke"
+    assert profile_name({}) == "?"  # as the reports' captions have always shown a profile without a name
+    with pytest.raises(ConfigError, match="^profile"):
+        profile_name({"profile": 3})
+
+
+@pytest.mark.parametrize("profile", ["mini", "smoke", "paper"])
+def test_every_profile_reads_as_typed_report_sections(profile):
+    from isogclr.config import TABLE_SECTIONS, profile_name, table_spec, temperature_spec
+
+    params = load_params(ROOT / "profiles" / f"{profile}.yaml")
+    assert profile_name(params) == profile
+    specs = {section: table_spec(params, section) for section in TABLE_SECTIONS}
+    assert all(spec is not None for spec in specs.values())
+    assert temperature_spec(params).seeds == specs["table1"].seeds
+
+
+@pytest.mark.parametrize(("section", "key"), [
+    ({"batch_size": 0}, "emc2_convergence.batch_size"),
+    ({"methods": ["simclr", "nope"]}, "emc2_convergence.methods"),
+    ({"augmentation_values": [2, "4"]}, "emc2_convergence.augmentation_values"),
+    ({"infinite_augmentation": 1}, "emc2_convergence.infinite_augmentation"),
+    ({"num_image": 32}, "emc2_convergence.num_image: unknown key"),
+])
+def test_a_bad_emc2_convergence_value_fails_validation_naming_the_key(smoke_params, section, key):
+    params = copy.deepcopy(smoke_params)
+    params["emc2_convergence"].update(section)
+    with pytest.raises(ConfigError, match=f"^{key}"):
+        validate_params(params)

@@ -1,14 +1,18 @@
-"""The timing record timing.csv: replace a run's rows, read back, sorted output, two writers at once."""
+"""The timing record timing.csv: replace a run's rows, read back, sorted output, two writers at once; and the
+lock it takes, isogclr.io.locked."""
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
-from isogclr import timing
+from isogclr import io, timing
 
 
 def test_record_replaces_a_runs_rows_and_reads_back(tmp_path):
@@ -91,3 +95,53 @@ def test_importable_without_pandas():
     code = ("import sys; sys.modules['pandas'] = None; import isogclr.timing as t; "
             "assert t.read('missing.csv') == []")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _lock_is_free(path) -> bool:
+    """Whether another open file description can take ``path``'s exclusive flock right now (not waiting)."""
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+def test_locked_holds_an_exclusive_lock_and_a_second_holder_waits(tmp_path):
+    path = tmp_path / "missing" / "x.lock"  # neither the file nor its folder exists yet
+    events: list[str] = []
+    entered = threading.Event()
+
+    def second() -> None:
+        entered.set()
+        with io.locked(path):
+            events.append("second holds it")
+
+    with io.locked(path):
+        assert path.is_file() and not _lock_is_free(path)
+        thread = threading.Thread(target=second)
+        thread.start()
+        entered.wait(10)
+        time.sleep(0.3)  # time enough for the thread to take the lock, were it not held
+        events.append("first releases it")
+    thread.join(10)
+    assert not thread.is_alive()
+    assert events == ["first releases it", "second holds it"]
+    assert _lock_is_free(path) and path.is_file()  # released, and the lock file stays
+
+
+def test_lock_released_when_the_block_raises(tmp_path):
+    path = tmp_path / "x.lock"
+    with pytest.raises(RuntimeError), io.locked(path):
+        raise RuntimeError("boom")
+    assert _lock_is_free(path)
+
+
+def test_atomic_writes_get_the_umask_permissions_not_mkstemps(tmp_path):
+    io.save_bytes(b"\x00\x01", tmp_path / "b.bin")
+    io.save_text("text\n", tmp_path / "t.txt")
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01" and (tmp_path / "t.txt").read_text() == "text\n"
+    for name in ("b.bin", "t.txt"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~io._UMASK
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind

@@ -8,13 +8,15 @@ import math
 import pytest
 import torch
 
+from isogclr import timing
+from isogclr.config import ConfigError, ConvergenceConfig
 from isogclr.data import load_dataset
 from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
 from isogclr.models import EncoderConfig, HeadConfig
 from isogclr.train.convergence import (
     CURVE_COLUMNS,
     FRESH_VIEWS,
-    ConvergenceConfig,
+    _ConvergenceTask,
     all_pairs_contrastive_loss,
     exact_objective,
     precompute_views,
@@ -30,9 +32,10 @@ def tiny(root, **overrides) -> ConvergenceConfig:
     return ConvergenceConfig(**values)
 
 
-def test_study_columns_finite_and_deterministic(smoke_data):
+def test_study_columns_finite_and_deterministic(smoke_data, tmp_path, _timing_record):
     cfg = tiny(smoke_data)
-    first = run_study(cfg, augmentation_values=(2, 3), augmentation_methods=("emc2",), reference_methods=("simclr",))
+    first = run_study(cfg, augmentation_values=(2, 3), augmentation_methods=("emc2",), reference_methods=("simclr",),
+                      ckpt_dir=tmp_path / "ckpt", out_dir=tmp_path / "study")
     curve = first.convergence
     assert list(curve.columns) == CURVE_COLUMNS
     assert sorted(curve.method.unique()) == ["emc2", "simclr", "sogclr"]
@@ -40,11 +43,13 @@ def test_study_columns_finite_and_deterministic(smoke_data):
     assert (curve.samples_seen == curve.epoch * 4 * (16 // 4)).all()
     assert curve[["objective", "grad_norm_sq"]].map(math.isfinite).all().all()
     assert "seconds" not in curve.columns and "train_seconds" not in first.augmentations.columns  # no wall clock
-    # the wall clock stays with the runs (for the timing record): one row per epoch, the step at its end
-    timings = {run.name: run.timings for run in first.runs}
-    assert sorted(timings) == ["emc2-A2", "emc2-A3", "simclr-A2", "sogclr-A2"]
-    assert all([t["step"] for t in rows] == [4, 8] and all(t["seconds"] >= 0 for t in rows)
-               for rows in timings.values())
+    # the wall clock goes to the timing record: one row per epoch of every run, the step at its end
+    record = timing.read(_timing_record)
+    names = ["emc2-A2", "emc2-A3", "simclr-A2", "sogclr-A2"]
+    assert sorted(run.name for run in first.runs) == names
+    assert sorted({r["run"] for r in record}) == [timing.run_key(tmp_path / "study" / name) for name in names]
+    assert all(set(r) == {"run", "step", "seconds"} and r["step"] in (4, 8) and r["seconds"] >= 0 for r in record)
+    assert not list((tmp_path / "ckpt").rglob("*.pt"))  # every run's checkpoint is removed once it has finished
     assert (curve.grad_norm_sq > 0).all()
     # every method starts from the same weights, so the same exact value at epoch 0
     assert curve[curve.epoch == 0].objective.nunique() == 1
@@ -160,3 +165,77 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     assert convergence_seconds(curve, tmp_path / "elsewhere").isna().all()  # no row in the record: NaN
     with pytest.raises(ValueError, match="emc2_convergence.epoch: unknown key"):
         write_study({**params, "emc2_convergence": {"epoch": 3}}, out)
+
+
+def test_a_run_resumed_from_its_checkpoint_gives_the_uninterrupted_curve(smoke_data, tmp_path):
+    """Each run is a Task of the one engine: stopped after an epoch, it resumes from its checkpoint."""
+    from isogclr.train.convergence import _threads
+    from isogclr.train.engine import fit
+
+    cfg = tiny(smoke_data, epochs=3)
+    images = load_dataset(cfg.dataset, cfg.data_root, "train").images[:cfg.num_images]
+    views = precompute_views(images, 2, cfg.augment, cfg.seed)
+    whole = train_method("emc2", views, cfg)
+    ckpt = tmp_path / "emc2-A2" / "checkpoint.pt"
+
+    def run(stop_at: int | None = None) -> tuple[list[dict], _ConvergenceTask]:
+        task = _ConvergenceTask("emc2", views, cfg, cfg.eval_every, record_views=False, fresh_from=None)
+
+        def interrupt(epoch: int) -> None:
+            if epoch == stop_at:
+                raise KeyboardInterrupt
+
+        with _threads(cfg.num_threads):  # as train_method: the same float results
+            rows = fit(task, total_steps=task.steps_per_epoch * cfg.epochs, warmup_steps=0, final_lr_fraction=1.0,
+                       ckpt_path=ckpt, curves_dir=None, on_epoch_end=interrupt)
+        return rows, task
+
+    with pytest.raises(KeyboardInterrupt):
+        run(stop_at=1)
+    rows, task = run()
+    curve = [(r["epoch"], r["step"], r["objective"], r["grad_norm_sq"]) for r in rows if "objective" in r]
+    assert curve == list(whole.curve[["epoch", "step", "objective", "grad_norm_sq"]].itertuples(index=False, name=None))
+    assert all(torch.equal(a, b) for a, b in zip(task.model.state_dict().values(), whole.model.state_dict().values(),
+                                                 strict=True))
+    # a checkpoint of other settings is refused, not resumed
+    other = _ConvergenceTask("emc2", views, dataclasses.replace(cfg, lr=0.01), 1, record_views=False, fresh_from=None)
+    with pytest.raises(ValueError, match="other settings"):
+        fit(other, total_steps=other.steps_per_epoch * 4, warmup_steps=0, final_lr_fraction=1.0, ckpt_path=ckpt,
+            curves_dir=None)
+
+
+def test_the_learning_rate_is_constant(smoke_data, monkeypatch):
+    """Plain SGD at cfg.lr on every step: train_method asks the engine for a schedule factor of exactly 1."""
+    cfg = tiny(smoke_data, epochs=2)
+    images = load_dataset(cfg.dataset, cfg.data_root, "train").images[:cfg.num_images]
+    rates = []
+    sgd_step = torch.optim.SGD.step
+
+    def step(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        rates.extend(group["lr"] for group in self.param_groups)
+        return sgd_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.SGD, "step", step)
+    train_method("simclr", precompute_views(images, 2, cfg.augment, cfg.seed), cfg)
+    assert len(rates) == 2 * 2 * (16 // 4) and set(rates) == {cfg.lr}
+
+
+def test_the_section_is_read_and_checked_by_the_config_module():
+    from isogclr.config import convergence_config, convergence_study
+
+    params = {"methods": {"emc2": {"beta": 4}}, "emc2_convergence": {
+        "epochs": 2, "methods": ["emc2"], "augmentation_values": [2, 5], "infinite_augmentation": True}}
+    cfg, spec = convergence_config(params), convergence_study(params)
+    assert (cfg.epochs, cfg.methods, cfg.beta, cfg.tau) == (2, ("emc2",), 4.0, 0.25)
+    assert (spec.augmentation_values, spec.infinite_augmentation) == ((2, 5), True)
+    assert convergence_config(params, epochs=3).epochs == 3
+    bad = [({"batch_size": 1}, "emc2_convergence.batch_size"), ({"lr": "fast"}, "emc2_convergence.lr"),
+           ({"augmentation_values": [1]}, "emc2_convergence.augmentation_values"),
+           ({"infinite_augmentation": "yes"}, "emc2_convergence.infinite_augmentation"),
+           ({"epoch": 3}, "emc2_convergence.epoch: unknown key")]
+    for section, key in bad:
+        with pytest.raises(ConfigError, match=f"^{key}"):
+            convergence_study(p := {"emc2_convergence": section})
+            convergence_config(p)
+    with pytest.raises(ConfigError, match="^methods.emc2.beta"):
+        convergence_config({"methods": {"emc2": {"beta": -1}}})

@@ -76,7 +76,7 @@ def test_tuning_runs_never_read_the_test_split(smoke_params, smoke_data, tmp_pat
     assert 0 <= metrics["top1"] <= 100
 
 
-def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smoke_data, tmp_path, monkeypatch):
+def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smoke_data, tmp_path):
     from isogclr.train import tuning
 
     params = _tiny(smoke_params, smoke_data)
@@ -92,13 +92,12 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
         (out / "metrics.json").write_text(json.dumps(metrics))
         return metrics
 
-    monkeypatch.setattr(tuning, "train_run", fake_run)
-    selection = tuning.tune_method(params, "simclr", tmp_path / "tuning", tmp_path / "ckpt")
+    selection = tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")
     assert selection["knobs"] == {"tau": 0.3} and selection["val_top1"] == 55.0 and selection["candidates"] == 2
     table = (tmp_path / "tuning" / "simclr" / "candidates.csv").read_text().splitlines()
     assert table[0] == "candidate,tau,seed,val_top1" and table[2] == "1,0.3,0,55.0"
     assert trained == ["simclr/runs/c0-s0", "simclr/runs/c1-s0"]
-    tuning.tune_method(params, "simclr", tmp_path / "tuning", tmp_path / "ckpt")  # an interrupted stage resumes
+    tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")  # a stage resumes
     assert len(trained) == 2
 
     tuned = with_selection(params, "simclr", tmp_path / "tuning")
@@ -118,3 +117,89 @@ def test_a_tuned_study_refuses_to_run_untuned(smoke_params, tmp_path, capsys):
     assert main(["train", "--study", "ladder_synth10_lt", "--method", "simclr", "--seed", "0",
                  "--params", str(path)]) == 2
     assert "studies.ladder_synth10_lt.tuned" in capsys.readouterr().err
+
+
+# --- the image-text selection (bimodal_tuning) -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair_params(tmp_path_factory, smoke_params) -> dict:
+    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+
+    root = tmp_path_factory.mktemp("pairs")
+    write_synthetic_pairs(PairSpec(seed=3, image_size=16, num_pairs=120, num_clusters=6, retrieval_images=12,
+                                   zeroshot_per_class=2), root)
+    params = copy.deepcopy(smoke_params)
+    params["bimodal"].update(data=str(root), batch_size=16, device="cpu")
+    return params
+
+
+def test_holdout_pairs_hold_out_whole_images_stratified_by_cluster(pair_params):
+    from isogclr.data.pairs_folder import load_pairs_folder
+    from isogclr.data.splits import holdout_pairs
+
+    data = load_pairs_folder(pair_params["bimodal"]["data"], 16)
+    held = holdout_pairs(data, 0.25)
+    val, train = held.retrieval["validation"], held.train
+    assert list(held.retrieval) == ["validation"] and held.zeroshot == {}  # the test sets are gone
+    assert set(val.image_ids).isdisjoint(train.image_ids)
+    assert len(val.captions) + len(train.captions) == len(data.train.captions)
+    assert 0.15 < len(val.image_ids) / len(data.train.image_ids) < 0.35
+    # each caption still points at its own image, and the meta follows the training images
+    def pairs(part):
+        return sorted(zip(part.captions, (part.image_ids[i] for i in part.image_index.tolist()), strict=True))
+
+    assert sorted(pairs(val) + pairs(train)) == pairs(data.train)
+    assert [m["image"] for m in held.train_meta] == train.image_ids
+    clusters = {m["cluster"] for m in data.train_meta}
+    held_clusters = {data.train_meta[data.train.image_ids.index(i)]["cluster"] for i in val.image_ids}
+    assert held_clusters <= clusters and len(held_clusters) >= 3
+
+
+def test_bimodal_selection_trains_on_held_out_pairs_and_never_reads_a_test_set(pair_params, tmp_path, monkeypatch):
+    from isogclr.data import pairs_folder
+    from isogclr.train import bimodal, tuning
+
+    params = copy.deepcopy(pair_params)
+    cfg = tuning_run_config(params, "clip", 1, 0)
+    assert cfg.validation_fraction == 0.2 and cfg.train.epochs == params["bimodal_tuning"]["epochs"]
+    assert cfg.method.kwargs["tau"] == 0.05 and cfg.run_id == "clip/runs/c1-s0"
+
+    def no_test_set(*args, **kwargs):
+        raise AssertionError("a selection run read a test set")
+
+    monkeypatch.setattr(pairs_folder, "load_karpathy", no_test_set)
+    monkeypatch.setattr(pairs_folder, "load_zeroshot", no_test_set)
+    selection = tuning.tune_method(params, "clip", bimodal.train_bimodal_run, tmp_path / "tuning", tmp_path / "ckpt")
+    rows = (tmp_path / "tuning" / "clip" / "candidates.csv").read_text().splitlines()
+    assert rows[0] == "candidate,tau,seed,val_r1" and len(rows) == 3
+    best = max(rows[1:], key=lambda r: float(r.split(",")[-1]))
+    assert selection["knobs"] == {"tau": float(best.split(",")[1])} and "dataset" not in selection
+    assert 0 <= selection["val_r1"] <= 100
+    metrics = json.loads((tmp_path / "tuning" / "clip" / "runs" / "c0-s0" / "metrics.json").read_text())
+    assert sorted({k.rsplit("_", 2)[0] for k in metrics}) == ["validation"]
+
+
+def test_bimodal_runs_and_the_selection_sections_are_validated(smoke_params):
+    from isogclr.config import bimodal_runs
+
+    params = copy.deepcopy(smoke_params)
+    assert bimodal_runs(params) == {"clip": (0,), "sogclr_bimodal": (0,), "isogclr_bimodal": (0,), "cyclip": (0,),
+                                    "clip_individual_tau": (0,), "clip_large_tau": (0,)}
+    params["bimodal"].update(seeds=[0, 1, 2], side_seeds=[1])
+    assert bimodal_runs(params)["clip"] == (0, 1, 2) and bimodal_runs(params)["cyclip"] == (1,)
+    bad = copy.deepcopy(params)
+    bad["bimodal"]["methods"].append("cyclip")  # untuned, in a tuned section, and also a side method
+    with pytest.raises(ConfigError, match=r"bimodal.side_methods: \['cyclip'\] also in bimodal.methods"):
+        validate_params(bad)
+    bad["bimodal"]["side_methods"].remove("cyclip")
+    with pytest.raises(ConfigError, match=r"bimodal.tuned: \['cyclip'\] have no search space under bimodal_tuning"):
+        validate_params(bad)
+    both = copy.deepcopy(params)
+    both["tuning"]["methods"]["clip"] = {"tau": [0.1, 0.2]}
+    with pytest.raises(ConfigError, match=r"bimodal_tuning.methods: \['clip'\] also under tuning.methods"):
+        validate_params(both)
+    no_data = copy.deepcopy(params)
+    no_data["bimodal_tuning"]["dataset"] = "synth10"
+    with pytest.raises(ConfigError, match=r"bimodal_tuning.dataset: not allowed"):
+        validate_params(no_data)

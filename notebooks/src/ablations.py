@@ -37,13 +37,12 @@ import pandas as pd
 from isogclr.analysis.studies import collect_study, per_value, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, combine, compare, effect, knob_effect, not_testable, write_verdicts
-from isogclr.config import load_params, pretraining_epochs, study_spec
+from isogclr.config import load_params, method_settings, pretraining_epochs, profile_name, study_spec
 
 params = load_params(params_path)
-studies = params["studies"]
+profile = profile_name(params)
 dataset = study_spec(params, "rho").dataset
 counterpart = PAPER_COUNTERPART.get(dataset, dataset)
-table1 = params["table1"]
 
 
 TOLERANCE = 1.0  # points of top-1: a knob "matters" when it moves the result by more than this
@@ -62,7 +61,8 @@ def shared_point(study: str, other: str, method: str) -> dict:
     """
     spec, other_spec = study_spec(params, study), study_spec(params, other)
     knob, other_knob = spec.knob.split(".")[-1], other_spec.knob.split(".")[-1]
-    value, other_value = params["methods"][method][knob], params["methods"][method][other_knob]
+    settings = method_settings(params, method)  # as the runs get them (method.kwargs of their config.json)
+    value, other_value = settings[knob], settings[other_knob]
     if value in spec.values or other_value not in other_spec.values:
         return {}
     seed = spec.seeds[0]
@@ -91,8 +91,8 @@ paper9 = paper9[paper9.dataset == counterpart].set_index("value")["top1"]
 table9 = rho.groupby("value")["top1"].agg(["mean", "std"]).rename(columns={"mean": f"ours {dataset}",
                                                                          "std": "std over seeds"})
 table9[f"paper {counterpart}"] = [paper9.get(v, float("nan")) for v in table9.index]
-caption9 = (f"Table 9, profile `{params.get('profile', '?')}`: iSogCLR top-1 (%) against rho on {dataset}, "
-            f"{epochs_of('rho')} epochs, seeds {studies['rho']['seeds']}; paper: {counterpart}, 400 epochs.")
+caption9 = (f"Table 9, profile `{profile}`: iSogCLR top-1 (%) against rho on {dataset}, {epochs_of('rho')} "
+            f"epochs, seeds {list(study_spec(params, 'rho').seeds)}; paper: {counterpart}, 400 epochs.")
 write_table(table9.round(2), Path(reports_dir) / "tables" / "ablation_rho", caption9)
 print(caption9)
 table9.round(2)
@@ -117,7 +117,7 @@ paper8 = paper_numbers("isogclr_table8")
 paper8 = paper8[paper8.dataset == "CIFAR10"].pivot(index="method", columns="value", values="top1")
 paper8.index = [f"paper CIFAR10 {m}" for m in paper8.index]
 table8_full = pd.concat([table8.rename(index=lambda m: f"ours {dataset} {m}"), paper8])
-caption8 = (f"Table 8, profile `{params.get('profile', '?')}`: top-1 (%) against tau (SimCLR, SogCLR) or tau_init "
+caption8 = (f"Table 8, profile `{profile}`: top-1 (%) against tau (SimCLR, SogCLR) or tau_init "
             f"(iSogCLR) on {dataset}, {epochs_of('tau')} epochs; paper: CIFAR10, 400 epochs (SogCLR not in the "
             f"paper's table).")
 write_table(table8_full.round(2), Path(reports_dir) / "tables" / "ablation_tau", caption8)
@@ -169,7 +169,7 @@ temps = study_temperatures(params, "tau_init", studies_dir, extra=shared_point("
 summary = temps.groupby("value")["tau"].describe()[["mean", "std", "min", "50%", "max"]]
 write_table(summary.round(4), Path(reports_dir) / "tables" / "ablation_tau_distributions",
             f"Learned tau per tau_init (iSogCLR, {dataset}, {epochs_of('tau_init')} epochs), profile "
-            f"`{params.get('profile', '?')}`.")
+            f"`{profile}`.")
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for value, group in temps.groupby("value"):
     ax.hist(group["tau"], bins=40, alpha=0.5, label=f"tau_init {value}")
@@ -202,7 +202,7 @@ paper_g = paper_numbers("sogclr_table8")
 paper_g = paper_g[paper_g.epochs == 100].set_index("value")["top1"]
 table_gamma["paper ImageNet-1K, 100 epochs"] = [paper_g.get(v, float("nan")) for v in table_gamma.index]
 write_table(table_gamma.round(2), Path(reports_dir) / "tables" / "ablation_gamma",
-            f"SogCLR Table 8, profile `{params.get('profile', '?')}`: SogCLR top-1 (%) against gamma on {dataset}, "
+            f"SogCLR Table 8, profile `{profile}`: SogCLR top-1 (%) against gamma on {dataset}, "
             f"{epochs_of('gamma')} epochs; paper: ImageNet-1K, batch 256.")
 if 1.0 not in table_gamma.index:
     verdicts.append(not_testable("SogCLR Table 8: gamma < 1 beats gamma = 1",

@@ -52,12 +52,13 @@ from isogclr.analysis.embeddings import (
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import best_of, effect, not_testable, write_verdicts
-from isogclr.config import load_params, run_id
+from isogclr.config import load_params, profile_name, run_id, table_spec, temperature_spec
 
 params = load_params(params_path)
-dataset = dataset or params["table1"]["datasets"][0]
-seed = params["table1"]["seeds"][0] if seed is None else seed
-lt_dataset = lt_dataset or params["temperatures"]["datasets"][0]
+profile = profile_name(params)
+dataset = dataset or table_spec(params, "table1").datasets[0]
+seed = table_spec(params, "table1").seeds[0] if seed is None else seed
+lt_dataset = lt_dataset or temperature_spec(params).datasets[0]
 rows, panels = [], {}
 for method in methods:
     rid = run_id(method, dataset, seed)
@@ -70,7 +71,7 @@ for method in methods:
                  **separation_metrics(x, y, embedding)})
 table = pd.DataFrame(rows).set_index("method")
 caption = (f"Class separation of the test features of `{dataset}` (seed {seed}, profile "
-           f"`{params.get('profile', '?')}`): silhouette (cosine, feature space), leave-one-out 5-NN accuracy (%) "
+           f"`{profile}`): silhouette (cosine, feature space), leave-one-out 5-NN accuracy (%) "
            f"in feature space and in the t-SNE embedding, on {table['points'].iloc[0]} test points.")
 write_table(table.round(4), Path(reports_dir) / "tables" / "feature_tsne", caption)
 print(caption)

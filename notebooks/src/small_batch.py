@@ -36,9 +36,10 @@ from isogclr.analysis.studies import collect_study, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import (Verdict, best_of, compare, not_testable, paper_difference, per_seed,
                                        write_verdicts)
-from isogclr.config import load_params, pretraining_epochs, study_spec
+from isogclr.config import load_params, pretraining_epochs, profile_name, study_spec
 
 params = load_params(params_path)
+profile = profile_name(params)
 batch = study_spec(params, "batch_size")
 small = study_spec(params, "small_batch")
 small_b = small.values[0]
@@ -58,7 +59,7 @@ paper = paper_numbers("sogclr_batch")
 paper_rows = paper[(paper.table == 3) & (paper.epochs == 100)].pivot(index="method", columns="batch", values="top1")
 for b in paper_rows.columns:
     table2[f"paper ImageNet-1K b={b}"] = paper_rows[b]
-caption = (f"SogCLR Tables 2/3, profile `{params.get('profile', '?')}`: linear-probe top-1 (%) on {batch.dataset}, "
+caption = (f"SogCLR Tables 2/3, profile `{profile}`: linear-probe top-1 (%) on {batch.dataset}, "
            f"{epochs} epochs, seeds {list(batch.seeds)}; paper: ImageNet-1K, ResNet-50, 100 epochs (Table 3).")
 write_table(table2.round(2), Path(reports_dir) / "tables" / "batch_size", caption)
 print(caption)
@@ -88,7 +89,7 @@ same_batch = by_batch[by_batch.value == small_b]
 at_small = pd.concat([same_batch, small_runs]).groupby("method")[["top1", "knn1_top1"]].mean()
 paper6 = paper[(paper.table == 6) & (paper.epochs == 100)].set_index("method")["top1"]
 at_small["paper Table 6 (ImageNet-S, b=256, 100 ep.)"] = [paper6.get(m, float("nan")) for m in at_small.index]
-caption6 = (f"SogCLR Table 6 and EMC2 at b = {small_b}, profile `{params.get('profile', '?')}`: linear-probe top-1 "
+caption6 = (f"SogCLR Table 6 and EMC2 at b = {small_b}, profile `{profile}`: linear-probe top-1 "
             f"and 1-NN top-1 (%) on {small.dataset}, {epochs} epochs.")
 write_table(at_small.round(2), Path(reports_dir) / "tables" / "small_batch", caption6)
 print(caption6)
@@ -117,7 +118,7 @@ at_small.round(2)
 standard_runs = collect_study(params, "standard_batch", studies_dir)
 standard_all = pd.concat([by_batch[by_batch.value == standard_b], standard_runs])
 at_standard = standard_all.groupby("method")[["top1", "knn1_top1"]].mean()
-caption_std = (f"EMC2 at b = {standard_b}, profile `{params.get('profile', '?')}`: linear-probe top-1 and 1-NN top-1 "
+caption_std = (f"EMC2 at b = {standard_b}, profile `{profile}`: linear-probe top-1 and 1-NN top-1 "
                f"(%) on {standard.dataset}, {epochs} epochs. The EMC2 paper reports curves (STL-10, b = 256), "
                "not numbers.")
 write_table(at_standard.round(2), Path(reports_dir) / "tables" / "standard_batch", caption_std)
@@ -166,7 +167,7 @@ burn = collect_study(params, "burn_in", studies_dir)
 default_p = small_runs[small_runs.method == "emc2"].assign(value=small_b - 1)
 burn_table = pd.concat([burn, default_p]).groupby("value")[["top1", "knn1_top1"]].mean().sort_index()
 write_table(burn_table.round(2), Path(reports_dir) / "tables" / "emc2_burn_in",
-            f"EMC2 burn-in P at b = {small_b}, profile `{params.get('profile', '?')}`: top-1 and 1-NN (%) on "
+            f"EMC2 burn-in P at b = {small_b}, profile `{profile}`: top-1 and 1-NN (%) on "
             f"{small.dataset}, {epochs} epochs.")
 if 0 not in burn_table.index:
     verdicts.append(not_testable("EMC2 Figure 4: accuracy improves with burn-in P up to about b",

@@ -37,16 +37,17 @@ from isogclr.analysis.studies import check_differs_only, collect_study, study_ru
 from isogclr.analysis.tables import (PAPER_COUNTERPART, cell, collect_runs, mean_std, paper_numbers, save_figure,
                                     side_by_side, write_table)
 from isogclr.analysis.verdicts import Verdict, best_of, compare, paper_difference, per_seed, write_verdicts
-from isogclr.config import load_params, pretraining_epochs, run_id, study_spec
+from isogclr.config import TableSpec, load_params, pretraining_epochs, profile_name, run_id, study_spec, table_spec
 
 params = load_params(params_path)
-spec = params["table1"]
-runs = collect_runs(runs_dir, spec["methods"], spec["datasets"], spec["seeds"])
+profile = profile_name(params)
+spec = table_spec(params, "table1")
+runs = collect_runs(runs_dir, spec.methods, spec.datasets, spec.seeds)
 ours = mean_std(runs)
-table = side_by_side(ours, paper_numbers("isogclr_table1"), spec.get("paper_rows"))
-epochs = {d: pretraining_epochs(params, dataset=d) for d in spec["datasets"]}  # as the runs resolve them
-caption = (f"Table 1, profile `{params.get('profile', '?')}`: linear-probe top-1 (%), mean ± std over seeds "
-           f"{spec['seeds']}; pre-training epochs {epochs}; paper: 400 epochs, 3 seeds.")
+table = side_by_side(ours, paper_numbers("isogclr_table1"), spec.paper_rows)
+epochs = {d: pretraining_epochs(params, dataset=d) for d in spec.datasets}  # as the runs resolve them
+caption = (f"Table 1, profile `{profile}`: linear-probe top-1 (%), mean ± std over seeds "
+           f"{list(spec.seeds)}; pre-training epochs {epochs}; paper: 400 epochs, 3 seeds.")
 write_table(table, Path(reports_dir) / "tables" / "table1_unimodal", caption)
 print(caption)
 table
@@ -59,8 +60,8 @@ runs.pivot_table(index=["method", "dataset"], columns="seed", values="top1")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5))
-pivot_mean = ours.pivot(index="dataset", columns="method", values="mean")[spec["methods"]]
-pivot_std = ours.pivot(index="dataset", columns="method", values="std")[spec["methods"]]
+pivot_mean = ours.pivot(index="dataset", columns="method", values="mean")[list(spec.methods)]
+pivot_std = ours.pivot(index="dataset", columns="method", values="std")[list(spec.methods)]
 pivot_mean.plot.bar(yerr=pivot_std, ax=ax, rot=0, capsize=3)
 ax.set_ylabel("linear-probe top-1 (%)")
 ax.set_title("Table 1 at this profile: mean ± std over seeds")
@@ -83,11 +84,11 @@ PAIRS = (("sogclr", "simclr"), ("isogclr", "sogclr"), ("isogclr", "simclr"), ("s
 PAPER1 = paper_numbers("isogclr_table1")
 
 
-def table1_verdicts(frame: pd.DataFrame, datasets: list[str], paper_rows: dict[str, str]) -> list[Verdict]:
+def table1_verdicts(frame: pd.DataFrame, table: TableSpec) -> list[Verdict]:
     """The Table 1 orderings that the methods of ``frame`` (one row per method, dataset, seed) allow, per
-    dataset: paired by seed, beside the paper's difference on the counterpart dataset."""
-    out, row = [], lambda m: (paper_rows or {}).get(m, m)
-    for dataset in datasets:
+    dataset of ``table``: paired by seed, beside the paper's difference on the counterpart dataset."""
+    out, row = [], table.paper_row
+    for dataset in table.datasets:
         counterpart = PAPER_COUNTERPART.get(dataset, dataset)
         for better, worse in PAIRS:
             if {better, worse} <= set(frame.method):
@@ -99,7 +100,7 @@ def table1_verdicts(frame: pd.DataFrame, datasets: list[str], paper_rows: dict[s
     return out
 
 
-claims = table1_verdicts(runs, spec["datasets"], spec.get("paper_rows"))
+claims = table1_verdicts(runs, spec)
 pd.DataFrame(claims)
 
 # %% [markdown]
@@ -112,18 +113,18 @@ pd.DataFrame(claims)
 # by the same loader as ImageNet-100, and has one seed: a gap is reported, not tested against a spread.
 
 # %%
-real = params.get("table1_real")
+real = table_spec(params, "table1_real")
 if real:
-    real_runs = collect_runs(runs_dir, real["methods"], real["datasets"], real["seeds"])
+    real_runs = collect_runs(runs_dir, real.methods, real.datasets, real.seeds)
     real_ours = mean_std(real_runs)
-    table_real = side_by_side(real_ours, paper_numbers("isogclr_table1"), real.get("paper_rows"))
-    real_epochs = {d: pretraining_epochs(params, dataset=d) for d in real["datasets"]}
-    subset = (params.get("data") or {}).get("fashion_mnist_mini") if params.get("profile") != "paper" else None
-    caption_real = (f"Table 1 on Fashion-MNIST, profile `{params.get('profile', '?')}`: linear-probe top-1 (%), "
-                    f"mean ± std over seeds {real['seeds']}; pre-training epochs {real_epochs}"
+    table_real = side_by_side(real_ours, paper_numbers("isogclr_table1"), real.paper_rows)
+    real_epochs = {d: pretraining_epochs(params, dataset=d) for d in real.datasets}
+    subset = (params.get("data") or {}).get("fashion_mnist_mini") if profile != "paper" else None
+    caption_real = (f"Table 1 on Fashion-MNIST, profile `{profile}`: linear-probe top-1 (%), "
+                    f"mean ± std over seeds {list(real.seeds)}; pre-training epochs {real_epochs}"
                     + (f"; subset {subset}" if subset else "") + "; paper: CIFAR, 400 epochs, 3 seeds.")
     write_table(table_real, Path(reports_dir) / "tables" / "table1_real", caption_real)
-    claims += table1_verdicts(real_runs, real["datasets"], real.get("paper_rows"))
+    claims += table1_verdicts(real_runs, real)
     print(caption_real)
     display(table_real)  # noqa: F821 (IPython)
 
@@ -138,28 +139,28 @@ if real:
 # on the datasets and seeds listed there; the Table 1 methods are shown at the same seeds.
 
 # %%
-extra = params["table3"]
-all_methods = spec["methods"] + [m for m in extra["methods"] if m not in spec["methods"]]
-every = pd.concat([collect_runs(runs_dir, spec["methods"], extra["datasets"], extra["seeds"]),
-                   collect_runs(runs_dir, extra["methods"], extra["datasets"], extra["seeds"])])
+extra = table_spec(params, "table3")
+all_methods = list(spec.methods) + [m for m in extra.methods if m not in spec.methods]
+every = pd.concat([collect_runs(runs_dir, spec.methods, extra.datasets, extra.seeds),
+                   collect_runs(runs_dir, extra.methods, extra.datasets, extra.seeds)])
 every_ours = mean_std(every)
-table_all = side_by_side(every_ours, paper_numbers("isogclr_table1"), spec.get("paper_rows"))
-caption_all = (f"Tables 1/3/4/10, profile `{params.get('profile', '?')}`: linear-probe top-1 (%), all methods, "
-               f"seeds {extra['seeds']}; pre-training epochs "
-               f"{ {d: pretraining_epochs(params, dataset=d) for d in extra['datasets']} }; paper: 400 epochs.")
+table_all = side_by_side(every_ours, paper_numbers("isogclr_table1"), spec.paper_rows)
+caption_all = (f"Tables 1/3/4/10, profile `{profile}`: linear-probe top-1 (%), all methods, "
+               f"seeds {list(extra.seeds)}; pre-training epochs "
+               f"{ {d: pretraining_epochs(params, dataset=d) for d in extra.datasets} }; paper: 400 epochs.")
 write_table(table_all, Path(reports_dir) / "tables" / "table3_all_methods", caption_all)
 print(caption_all)
 table_all
 
 # %%
 ISOGCLR = ("isogclr", "isogclr_official")  # the claimed method (two conventions); every other method is a rival
-for dataset in extra["datasets"]:
+for dataset in extra.datasets:
     counterpart = PAPER_COUNTERPART.get(dataset, dataset)
     here = every[every.dataset == dataset]
     baselines = [m for m in all_methods if m not in ISOGCLR and m != "tau_simclr"]
     for name in [m for m in ISOGCLR if m in set(here.method)]:
         mine = (name, per_seed(here, method=name))
-        paper_row = (spec.get("paper_rows") or {}).get(name, name)
+        paper_row = spec.paper_row(name)
         claims.append(best_of(f"Tables 1/3/4: {name} beats all {len(baselines)} baselines on {dataset}", mine,
                               {m: per_seed(here, method=m) for m in baselines},
                               paper_effects={m: paper_difference(PAPER1, paper_row, m, dataset=counterpart)
@@ -182,11 +183,11 @@ for dataset in extra["datasets"]:
 
 # %%
 budget = study_spec(params, "epochs")
-if budget.dataset not in spec["datasets"] or not set(budget.methods) <= set(spec["methods"]) \
-        or not set(budget.seeds) <= set(spec["seeds"]):
+if budget.dataset not in spec.datasets or not set(budget.methods) <= set(spec.methods) \
+        or not set(budget.seeds) <= set(spec.seeds):
     raise ValueError(f"studies.epochs ({budget.methods}, {budget.dataset}, seeds {budget.seeds}) must lie within "
-                     f"table1 ({spec['methods']}, {spec['datasets']}, seeds {spec['seeds']}): its other budget "
-                     "is Table 1's runs")
+                     f"table1 ({list(spec.methods)}, {list(spec.datasets)}, seeds {list(spec.seeds)}): its other "
+                     "budget is Table 1's runs")
 check_differs_only([(Path(runs_dir) / run_id(m, budget.dataset, s), study_run_path(studies_dir, "epochs", m, v, s))
                     for m in budget.methods for v in budget.values for s in budget.seeds], key="train.epochs")
 short = collect_study(params, "epochs", studies_dir).rename(columns={"value": "epochs"})
@@ -210,7 +211,7 @@ for method in budget.methods:
         row[f"paper {counterpart} {e} ep"] = cell(r["mean"].iloc[0], r["std"].iloc[0]) if len(r) else "—"
     rows.append(row)
 table_epochs = pd.DataFrame(rows).set_index("method")
-caption_epochs = (f"Tables 3/4, profile `{params.get('profile', '?')}`: linear-probe top-1 (%) on {budget.dataset} after "
+caption_epochs = (f"Tables 3/4, profile `{profile}`: linear-probe top-1 (%) on {budget.dataset} after "
                   f"{ours_epochs} pre-training epochs (the {epochs[budget.dataset]}-epoch runs are Table 1's), mean ± std "
                   f"over seeds {list(budget.seeds)}; paper: {counterpart} after {paper_epochs} epochs, 3 seeds.")
 write_table(table_epochs, Path(reports_dir) / "tables" / "table34_epochs", caption_epochs)

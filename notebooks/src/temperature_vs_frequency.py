@@ -25,15 +25,15 @@ import matplotlib.pyplot as plt
 
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import extreme_class_distribution, frequency_correlation, load_temperatures
-from isogclr.config import load_params, run_id
+from isogclr.config import load_params, profile_name, run_id, temperature_spec
 
 params = load_params(params_path)
-spec = params["temperatures"]
-run_ids = [run_id(m, d, s) for m in spec["methods"] for d in spec["datasets"] for s in params["table1"]["seeds"]]
+spec = temperature_spec(params)  # Table 1's runs of these methods and datasets, at Table 1's seeds
+run_ids = [run_id(m, d, s) for m in spec.methods for d in spec.datasets for s in spec.seeds]
 taus = load_temperatures(runs_dir, run_ids)
 correlations = frequency_correlation(taus).set_index("run")
 write_table(correlations.round(3), Path(reports_dir) / "tables" / "temperature_vs_frequency",
-            f"Spearman correlation of learned tau with class frequency, profile `{params.get('profile', '?')}`.")
+            f"Spearman correlation of learned tau with class frequency, profile `{profile_name(params)}`.")
 correlations.round(3)
 
 # %%
@@ -73,6 +73,6 @@ from isogclr.analysis.temperatures import frequency_verdict
 from isogclr.analysis.verdicts import write_verdicts
 
 verdicts = [frequency_verdict(taus, f"Samples of frequent semantics learn larger tau ({m} on {d})",
-                              {s: run_id(m, d, s) for s in params["table1"]["seeds"]})
-            for m in spec["methods"] for d in spec["datasets"]]
+                              {s: run_id(m, d, s) for s in spec.seeds})
+            for m in spec.methods for d in spec.datasets]
 write_verdicts(verdicts, reports_dir, "temperature_vs_frequency")

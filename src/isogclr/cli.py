@@ -145,31 +145,50 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from .config import load_params, validate_params
+    from .config import load_params, tuning_section, validate_params
     from .train.tuning import tune_method
 
     params = load_params(args.params)
     validate_params(params)
-    tune_method(params, args.method, Path(args.out), Path(args.checkpoints))
+    if tuning_section(params, args.method) == "bimodal_tuning":
+        from .train.bimodal import train_bimodal_run as train
+    else:
+        from .train.loop import train_run as train
+    tune_method(params, args.method, train, Path(args.out), Path(args.checkpoints))
     return 0
 
 
 def _train_bimodal(args: argparse.Namespace) -> int:
+    """Image-text runs: a method at several seeds one after the other in one process, or one study run."""
     import yaml
 
-    from .config import ConfigError, bimodal_run_config, bimodal_study_run_config, load_params, validate_params
+    from .config import (
+        ConfigError,
+        bimodal_run_config,
+        bimodal_study_run_config,
+        bimodal_study_spec,
+        load_params,
+        validate_params,
+        with_selection,
+    )
     from .train.bimodal import train_bimodal_run
 
     params = load_params(args.params)
     validate_params(params)
+    if args.tuned:  # the method's knobs selected on held-out training pairs (tuning/<method>/selected.json)
+        params = with_selection(params, args.method)
     if (args.study is None) != (args.value is None):
         raise ConfigError("train-bimodal: give both --study and --value (a study run) or neither")
     if args.study is None:
-        cfg, out = bimodal_run_config(params, args.method, args.seed), Path(args.out)
+        configs, out = [bimodal_run_config(params, args.method, seed) for seed in args.seed], Path(args.out)
     else:
-        cfg = bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), args.seed)
+        if bimodal_study_spec(params, args.study).tuned and not args.tuned:
+            raise ConfigError(f"bimodal_studies.{args.study}.tuned: its runs use the selection; add --tuned")
+        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed)
+                   for seed in args.seed]
         out = Path("studies")
-    train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
+    for cfg in configs:
+        train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
     return 0
 
 
@@ -228,7 +247,7 @@ def _convergence(args: argparse.Namespace) -> int:
     from .config import load_params
     from .train.convergence import write_study
 
-    study = write_study(load_params(args.params), Path(args.out))
+    study = write_study(load_params(args.params), Path(args.out), Path(args.checkpoints) / "convergence")
     print(f"wrote {args.out} in {study.seconds:.0f}s")
     return 0
 
@@ -303,9 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="export (artifacts/encoder.pt and artifacts/features.pt, float16) for the run whose seed is N")
     p.set_defaults(func=_train)
 
-    p = sub.add_parser("tune", help="select a method's knobs on a validation split (tuning section): "
+    p = sub.add_parser("tune", help="select a method's knobs on a validation split (tuning, bimodal_tuning): "
                                      "tuning/<method>/{candidates.csv,selected.json}")
-    p.add_argument("--method", required=True, help="a key of tuning.methods")
+    p.add_argument("--method", required=True, help="a key of tuning.methods or bimodal_tuning.methods")
     _add_params(p)
     p.add_argument("--out", default="tuning", help="where the selection is written")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
@@ -314,7 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train-bimodal", help="one image-text run + zero-shot evaluation (bimodal section), "
                                              "written to <out>/<method>-s<seed>")
     p.add_argument("--method", required=True, help="a key of `methods` with a bimodal loss (see bimodal.methods)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=int, nargs="+", required=True, help="the seed(s): one run per seed, one after "
+                                                                      "the other")
+    p.add_argument("--tuned", action="store_true", help="use the method's knobs selected on held-out training pairs "
+                                                        "(tuning/<method>/selected.json, written by `tune`)")
     p.add_argument("--study", help="a key of `bimodal_studies`: the run is written to "
                                    "studies/<study>/<method>-<value>-s<seed>")
     p.add_argument("--value", help="the study's knob value for this run (one of bimodal_studies.<study>.values)")
@@ -354,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "written to <out>/{convergence,augmentations}.csv")
     _add_params(p)
     p.add_argument("--out", default="runs_convergence", help="output folder")
+    p.add_argument("--checkpoints", default="checkpoints",
+                   help="where each run's resumable checkpoint lives while training (<checkpoints>/convergence/)")
     p.set_defaults(func=_convergence)
 
     p = sub.add_parser("repro", help="`dvc repro` with up to --jobs stages at a time (see isogclr.repro)")

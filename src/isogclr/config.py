@@ -31,6 +31,120 @@ from .models import EncoderConfig, HeadConfig
 TABLE_SECTIONS = ("table1", "table1_real", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
 
 
+# ------------------------------------------------------------------------------- typed report sections
+# The report notebooks read the table grids, the temperature study, the methods' settings and the profile
+# through these, never params.yaml's raw dict; every error names its key (``table1.seeds: ...``).
+_TABLE_KEYS = ("methods", "datasets", "seeds", "paper_rows", "tuned")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table section (``table1``, ``table1_real``, ``table3``): the runs ``runs/<run-id>`` of every method
+    x dataset x seed. ``paper_rows`` maps a method to the paper's row it is compared with (default: its own
+    name, see :meth:`paper_row`); ``tuned``: the runs use each method's selection on the validation split."""
+
+    methods: tuple[str, ...]
+    datasets: tuple[str, ...]
+    seeds: tuple[int, ...]
+    paper_rows: dict[str, str] = dataclasses.field(default_factory=dict)
+    tuned: bool = False
+
+    def paper_row(self, method: str) -> str:
+        return self.paper_rows.get(method, method)
+
+
+@dataclass(frozen=True)
+class TemperatureSpec:
+    """``temperatures``: learned tau against semantic frequency (iSogCLR Sec. 6.3), read from Table 1's runs of
+    ``methods`` on ``datasets`` (each among table1's) at Table 1's ``seeds``."""
+
+    methods: tuple[str, ...]
+    datasets: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+
+def _name_list(raw: dict[str, Any], key: str, where: str, allowed, what: str) -> tuple:  # noqa: ANN001
+    """``raw[key]`` as a tuple: a non-empty list of names, each in ``allowed`` (named ``what`` in the error)."""
+    values = raw.get(key)
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{where}.{key}: expected a non-empty list, got {values!r}")
+    for value in values:
+        if not isinstance(value, str) or value not in allowed:
+            raise ConfigError(f"{where}.{key}: {value!r} is not {what} ({sorted(allowed)})")
+    return tuple(values)
+
+
+def _section(params: dict[str, Any], section: str, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    raw = params.get(section)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{section}: expected a mapping, got {raw!r}")
+    unknown = sorted(set(raw) - set(keys))
+    if unknown:
+        raise ConfigError(f"{section}.{unknown[0]}: unknown key (allowed: {sorted(keys)})")
+    return raw
+
+
+def table_spec(params: dict[str, Any], section: str) -> TableSpec | None:
+    """The table section ``section`` (one of :data:`TABLE_SECTIONS`) of ``params``, typed and validated;
+    None when the profile has no such section."""
+    if section not in TABLE_SECTIONS:
+        raise ConfigError(f"{section}: not a table section (the table sections: {list(TABLE_SECTIONS)})")
+    raw = _section(params, section, _TABLE_KEYS)
+    if raw is None:
+        return None
+    methods = _name_list(raw, "methods", section, set(params.get("methods") or {}), "a method defined under methods")
+    datasets = _name_list(raw, "datasets", section, set(DATASETS), "a registered dataset")
+    seeds = raw.get("seeds")
+    if not isinstance(seeds, list) or not seeds:
+        raise ConfigError(f"{section}.seeds: expected a non-empty list, got {seeds!r}")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"{section}.seeds: seeds are non-negative integers, got {seed!r}")
+    paper_rows = raw.get("paper_rows") or {}
+    if not isinstance(paper_rows, dict):
+        raise ConfigError(f"{section}.paper_rows: expected a mapping method -> paper row, got {paper_rows!r}")
+    for method, row in paper_rows.items():
+        if method not in methods:
+            raise ConfigError(f"{section}.paper_rows: {method!r} is not in {section}.methods")
+        if not isinstance(row, str):
+            raise ConfigError(f"{section}.paper_rows.{method}: expected the name of a paper row, got {row!r}")
+    tuned = raw.get("tuned", False)
+    if not isinstance(tuned, bool):
+        raise ConfigError(f"{section}.tuned: expected true or false, got {tuned!r}")
+    return TableSpec(methods=methods, datasets=datasets, seeds=tuple(seeds), paper_rows=dict(paper_rows), tuned=tuned)
+
+
+def temperature_spec(params: dict[str, Any]) -> TemperatureSpec | None:
+    """``temperatures`` of ``params``, typed and validated (its methods and datasets among table1's, whose runs
+    and seeds it reuses); None when the profile has no such section."""
+    raw = _section(params, "temperatures", ("methods", "datasets"))
+    if raw is None:
+        return None
+    table = table_spec(params, "table1")
+    if table is None:
+        raise ConfigError("temperatures: reuses the runs of table1, but the profile has no table1 section")
+    methods = _name_list(raw, "methods", "temperatures", set(table.methods), "in table1.methods (its runs are reused)")
+    datasets = _name_list(raw, "datasets", "temperatures", set(table.datasets),
+                          "in table1.datasets (its runs are reused)")
+    return TemperatureSpec(methods=methods, datasets=datasets, seeds=table.seeds)
+
+
+def method_settings(params: dict[str, Any], name: str) -> dict[str, Any]:
+    """The arguments of method ``name``'s loss as its runs get them (``method.kwargs`` of a run's config.json:
+    ``methods.<name>`` without ``loss``), validated by building the loss; a copy."""
+    return copy.deepcopy(dict(_method(params, name).kwargs))
+
+
+def profile_name(params: dict[str, Any]) -> str:
+    """The profile's name (``profile``: mini, smoke, paper...), ``"?"`` when it has none."""
+    name = params.get("profile", "?")
+    if not isinstance(name, str):
+        raise ConfigError(f"profile: expected a name, got {name!r}")
+    return name
+
+
 @dataclass(frozen=True)
 class OptimConfig:
     """``train.optimizer`` in params.yaml. ``lr`` is the base rate; see ``lr_scaling``.
@@ -318,6 +432,7 @@ def validate_params(params: dict[str, Any]) -> None:
         _shared_sections(_by_dataset(params, name))
     validate_bimodal(params)
     validate_tuning(params)
+    validate_convergence(params)
     for name in params.get("studies") or {}:
         spec = study_spec(params, name)
         for method in spec.methods:
@@ -509,13 +624,20 @@ def study_run_config(params: dict[str, Any], study: str, method: str, value: Any
 # ------------------------------------------------------------------------------------------------ tuning
 
 TUNING_DIR = "tuning"
+# the selection sections of params.yaml: the unimodal comparison's (scored by linear-probe top-1 on a
+# stratified validation part of tuning.dataset) and the image-text comparison's (scored by the mean of IR@1
+# and TR@1 on validation pairs whose images are held out of bimodal.data's training pairs); the column of
+# candidates.csv and the key of selected.json that hold the score
+TUNING_SECTIONS = {"tuning": "val_top1", "bimodal_tuning": "val_r1"}
 
 
 @dataclass(frozen=True)
 class TuningSpec:
-    """``tuning`` in params.yaml: every tuned method gets the same number of candidates (``candidates``),
-    each trained for ``epochs`` on ``dataset``'s training split minus a stratified validation part
-    (``validation_fraction``) and scored by linear-probe top-1 on that part, averaged over ``seeds``.
+    """``tuning`` (or ``bimodal_tuning``) in params.yaml: every tuned method of the section gets the same number
+    of candidates (``candidates``), each trained for ``epochs`` with ``validation_fraction`` of the training
+    set held out (``tuning``: a stratified part of ``dataset``'s training split, scored by linear-probe top-1;
+    ``bimodal_tuning``: the captions of a cluster-stratified part of the training images of ``bimodal.data``,
+    scored by the mean of image and text retrieval R@1 among them), averaged over ``seeds``.
 
     ``methods`` maps a method (a key of ``methods``) to its search space over its own knobs: either a
     grid (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded
@@ -524,15 +646,15 @@ class TuningSpec:
     ``tuned: true`` use it (the test split is read once, by those runs).
     """
 
-    dataset: str
     epochs: int
     validation_fraction: float
     candidates: int
     methods: dict[str, Any]
     seeds: tuple[int, ...] = (0,)
+    dataset: str | None = None  # tuning: required; bimodal_tuning: none (the pairs are bimodal.data)
 
     def __post_init__(self) -> None:
-        if self.dataset not in DATASETS:
+        if self.dataset is not None and self.dataset not in DATASETS:
             raise ValueError(f"dataset: unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
         if not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction}")
@@ -540,17 +662,32 @@ class TuningSpec:
             raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
 
 
-def tuning_spec(params: dict[str, Any]) -> TuningSpec | None:
-    raw = params.get("tuning")
-    return None if raw is None else _typed(TuningSpec, raw, "tuning")
+def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec | None:
+    raw = params.get(section)
+    if raw is None:
+        return None
+    spec = _typed(TuningSpec, raw, section)
+    if (section == "tuning") != (spec.dataset is not None):
+        raise ConfigError(f"{section}.dataset: " + ("required (the unimodal set the candidates train on)"
+                                                    if section == "tuning" else
+                                                    "not allowed (the candidates train on bimodal.data's pairs)"))
+    return spec
+
+
+def tuning_section(params: dict[str, Any], method: str) -> str:
+    """The selection section (``tuning`` or ``bimodal_tuning``) whose ``methods`` has ``method``."""
+    for section in TUNING_SECTIONS:
+        if method in ((params.get(section) or {}).get("methods") or {}):
+            return section
+    tuned = [m for s in TUNING_SECTIONS for m in ((params.get(s) or {}).get("methods") or {})]
+    raise ConfigError(f"tuning.methods.{method}: not defined (tuned methods: {sorted(tuned)})")
 
 
 def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
     """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
-    spec = tuning_spec(params)
-    where = f"tuning.methods.{method}"
-    if spec is None or method not in spec.methods:
-        raise ConfigError(f"{where}: not defined (tuned methods: {sorted(spec.methods) if spec else []})")
+    section = tuning_section(params, method)
+    spec = tuning_spec(params, section)
+    where = f"{section}.methods.{method}"
     space = spec.methods[method]
     if isinstance(space, dict) and space and all(isinstance(v, list) and v for v in space.values()):
         grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
@@ -560,11 +697,12 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
     else:
         raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
     if len(found) != spec.candidates:
-        raise ConfigError(f"{where}: {len(found)} candidates, but every method gets tuning.candidates = "
+        raise ConfigError(f"{where}: {len(found)} candidates, but every method gets {section}.candidates = "
                           f"{spec.candidates} (the same budget for every method)")
     for i, candidate in enumerate(found):
         try:
-            _method(_with_knobs(params, method, candidate), method)
+            (_bimodal_method if section == "bimodal_tuning" else _method)(_with_knobs(params, method, candidate),
+                                                                          method)
         except ConfigError as err:
             raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
     return found
@@ -576,15 +714,20 @@ def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> d
     return params
 
 
-def tuning_run_config(params: dict[str, Any], method: str, candidate: int, seed: int) -> RunConfig:
-    """The run of candidate ``candidate`` of ``method`` at ``seed``: ``tuning.epochs`` on the tuning
-    dataset's training split minus the validation part, evaluated on that part."""
-    spec = tuning_spec(params)
-    knobs = tuning_candidates(params, method)[candidate]
-    tuned = _with_knobs(params, method, knobs)
-    tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
-    tuned["train"].pop("epochs_by_dataset", None)
-    cfg = run_config(tuned, method, spec.dataset, seed)
+def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
+                      seed: int) -> RunConfig | BimodalRunConfig:
+    """The run of candidate ``candidate`` of ``method`` at ``seed``: the section's ``epochs`` on the training
+    data minus the validation part, evaluated on that part (``tuning/<method>/runs/c<candidate>-s<seed>``)."""
+    section = tuning_section(params, method)
+    spec = tuning_spec(params, section)
+    tuned = _with_knobs(params, method, tuning_candidates(params, method)[candidate])
+    if section == "bimodal_tuning":
+        tuned["bimodal"] = {**tuned["bimodal"], "epochs": spec.epochs}
+        cfg = bimodal_run_config(tuned, method, seed)
+    else:
+        tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
+        tuned["train"].pop("epochs_by_dataset", None)
+        cfg = run_config(tuned, method, spec.dataset, seed)
     return dataclasses.replace(cfg, run_id=f"{method}/runs/c{candidate}-s{seed}",
                                validation_fraction=spec.validation_fraction)
 
@@ -603,17 +746,25 @@ def with_selection(params: dict[str, Any], method: str, tuning_dir: Path | str =
 
 
 def validate_tuning(params: dict[str, Any]) -> None:
-    """The tuning section, and that every section or study that says ``tuned: true`` runs tuned methods only."""
-    spec = tuning_spec(params)
-    for method in (spec.methods if spec else {}):
+    """The selection sections, and that every section or study that says ``tuned: true`` runs tuned methods
+    only (the image-text ones with methods of ``bimodal_tuning``, the others with methods of ``tuning``)."""
+    specs = {section: tuning_spec(params, section) for section in TUNING_SECTIONS}
+    tuned = {section: set(spec.methods) if spec else set() for section, spec in specs.items()}
+    both = tuned["tuning"] & tuned["bimodal_tuning"]
+    if both:
+        raise ConfigError(f"bimodal_tuning.methods: {sorted(both)} also under tuning.methods (one selection each)")
+    for method in (*tuned["tuning"], *tuned["bimodal_tuning"]):
         tuning_candidates(params, method)
-    tuned = set(spec.methods) if spec else set()
-    for where, section in [*((s, params.get(s)) for s in TABLE_SECTIONS),
-                           *((f"studies.{n}", v) for n, v in (params.get("studies") or {}).items())]:
+    sections = [*((s, params.get(s), "tuning") for s in TABLE_SECTIONS),
+                *((f"studies.{n}", v, "tuning") for n, v in (params.get("studies") or {}).items()),
+                ("bimodal", params.get("bimodal"), "bimodal_tuning"),
+                *((f"bimodal_studies.{n}", v, "bimodal_tuning")
+                  for n, v in (params.get("bimodal_studies") or {}).items())]
+    for where, section, selection in sections:
         if isinstance(section, dict) and section.get("tuned"):
-            untuned = [m for m in section.get("methods") or [] if m not in tuned]
+            untuned = [m for m in section.get("methods") or [] if m not in tuned[selection]]
             if untuned:
-                raise ConfigError(f"{where}.tuned: {untuned} have no search space under tuning.methods")
+                raise ConfigError(f"{where}.tuned: {untuned} have no search space under {selection}.methods")
 
 
 # ----------------------------------------------------------------------------------------------- bimodal
@@ -682,15 +833,20 @@ class BimodalRunConfig:
     image_encoder: EncoderConfig
     text_encoder: Any  # models.text.TextEncoderConfig (imported lazily: transformers is slow to import)
     stream: StreamConfig | None = None  # bimodal.stream: stream the training pairs (tsv or shards); None: in memory
+    validation_fraction: float = 0.0  # > 0: a selection run (bimodal_tuning), scored on held-out training pairs
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
             del out["stream"]
+        if not out["validation_fraction"]:
+            del out["validation_fraction"]
         return out
 
 
-BIMODAL_LISTS = ("methods", "seeds")
+# bimodal's run lists: the central comparison (methods x seeds, tuned when bimodal.tuned) and the side
+# methods, run at side_seeds (default: the first seed)
+BIMODAL_LISTS = ("methods", "seeds", "side_methods", "side_seeds")
 
 
 def bimodal_run_id(method: str, seed: int) -> str:
@@ -703,7 +859,7 @@ def _bimodal_sections(params: dict[str, Any]) -> tuple[BimodalTrainConfig, Encod
     section = params.get("bimodal")
     if not isinstance(section, dict):
         raise ConfigError("bimodal: expected a mapping (the image-text runs' settings)")
-    rest = {k: v for k, v in section.items() if k not in (*BIMODAL_LISTS, "paper_rows", "image_encoder",
+    rest = {k: v for k, v in section.items() if k not in (*BIMODAL_LISTS, "paper_rows", "tuned", "image_encoder",
                                                                "text_encoder", "stream")}
     train = _typed(BimodalTrainConfig, rest, "bimodal")
     image = _typed(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
@@ -725,6 +881,16 @@ def _bimodal_method(params: dict[str, Any], name: str) -> MethodConfig:
     return method
 
 
+def bimodal_runs(params: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Every image-text run of the ``bimodal`` section: method -> its seeds (the central methods at ``seeds``,
+    the ``side_methods`` at ``side_seeds``, by default the first of ``seeds``)."""
+    section = params.get("bimodal") or {}
+    seeds = tuple(section.get("seeds") or ())
+    side_seeds = tuple(section.get("side_seeds") or seeds[:1])
+    return {**{m: seeds for m in section.get("methods") or []},
+            **{m: side_seeds for m in section.get("side_methods") or []}}
+
+
 def validate_bimodal(params: dict[str, Any]) -> None:
     """Check the ``bimodal`` section (if present) and every run it asks for; errors name the key."""
     section = params.get("bimodal")
@@ -732,22 +898,28 @@ def validate_bimodal(params: dict[str, Any]) -> None:
         return
     _bimodal_sections(params)
     for key in BIMODAL_LISTS:
-        if not isinstance(section.get(key), list) or not section[key]:
-            raise ConfigError(f"bimodal.{key}: expected a non-empty list")
-    for name in section["methods"]:
-        if name not in (params.get("methods") or {}):
-            raise ConfigError(f"bimodal.methods: unknown method {name!r} (defined under methods: "
-                              f"{sorted(params.get('methods') or {})})")
-        _bimodal_method(params, name)
-    for s in section["seeds"]:
-        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-            raise ConfigError(f"bimodal.seeds: seeds are non-negative integers, got {s!r}")
+        if key in ("methods", "seeds") or section.get(key) is not None:
+            if not isinstance(section.get(key), list) or not section[key]:
+                raise ConfigError(f"bimodal.{key}: expected a non-empty list")
+    both = set(section["methods"]) & set(section.get("side_methods") or [])
+    if both:
+        raise ConfigError(f"bimodal.side_methods: {sorted(both)} also in bimodal.methods")
+    for key in ("methods", "side_methods"):
+        for name in section.get(key) or []:
+            if name not in (params.get("methods") or {}):
+                raise ConfigError(f"bimodal.{key}: unknown method {name!r} (defined under methods: "
+                                  f"{sorted(params.get('methods') or {})})")
+            _bimodal_method(params, name)
+    for key in ("seeds", "side_seeds"):
+        for s in section.get(key) or []:
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+                raise ConfigError(f"bimodal.{key}: seeds are non-negative integers, got {s!r}")
     rows = section.get("paper_rows") or {}
     if not isinstance(rows, dict):
         raise ConfigError(f"bimodal.paper_rows: expected a mapping method -> paper row, got {rows!r}")
     for name in rows:
-        if name not in section["methods"]:
-            raise ConfigError(f"bimodal.paper_rows: {name!r} is not in bimodal.methods")
+        if name not in bimodal_runs(params):
+            raise ConfigError(f"bimodal.paper_rows: {name!r} is not in bimodal.methods or bimodal.side_methods")
 
 
 def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> BimodalRunConfig:
@@ -785,3 +957,163 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
+
+
+# --- emc2_convergence: EMC2's convergence study (isogclr.train.convergence runs it) ---
+
+CONVERGENCE_METHODS = ("simclr", "sogclr", "emc2")  # the methods the study can train
+
+
+@dataclass(frozen=True)
+class ConvergenceConfig:
+    """One convergence run's settings (:mod:`isogclr.train.convergence`); a bad field raises ``ValueError``
+    whose message starts with ``<field>:``.
+
+    Defaults: EMC2's Figure 7 problem on synth10 (first 500 training images, A = 2 views), the
+    project's mini model (a narrow ResNet-18, CIFAR stem, 3-layer 512-d head, as ``params.yaml``
+    ``model``), beta 5 (EMC2's, tau 0.2 = the project's SimCLR / SogCLR tau), SogCLR gamma 0.9, plain SGD
+    at a constant learning rate. The schedule is cut to a CPU budget of about 4 minutes for the whole
+    report on 2 shared cores (batch 8, 6 epochs, learning rate 0.05, exact evaluation every 2 epochs) where
+    EMC2's Figure 7 uses batch 4 and learning rate 1e-3 on a GPU.
+    """
+
+    dataset: str = "synth10"
+    data_root: str = "data"
+    num_images: int = 500
+    num_augmentations: int = 2
+    methods: tuple[str, ...] = CONVERGENCE_METHODS
+    beta: float = 5.0  # inverse temperature of EMC2 and of F; tau = 1 / beta for SimCLR, SogCLR and F
+    gamma: float = 0.9  # SogCLR's moving-average weight
+    batch_size: int = 8  # EMC2 uses 4; 8 halves the per-sample cost of a CPU step
+    epochs: int = 6
+    eval_every: int = 2  # epochs between exact evaluations (epoch 0, the initial model, is always evaluated)
+    lr: float = 0.05  # EMC2 uses 1e-3 (many more steps); see isogclr.train.convergence
+    momentum: float = 0.0
+    weight_decay: float = 1e-4
+    encoder: EncoderConfig = dataclasses.field(
+        default_factory=lambda: EncoderConfig(arch="resnet18", width=16, cifar_stem=True))
+    head: HeadConfig = dataclasses.field(default_factory=lambda: HeadConfig(layers=3, hidden_dim=512, out_dim=512))
+    augment: AugmentConfig = dataclasses.field(default_factory=lambda: AugmentConfig(crop_scale_min=0.5))
+    seed: int = 0
+    eval_chunk: int = 256
+    num_threads: int = 0  # 0: leave torch's setting alone
+
+    def __post_init__(self) -> None:
+        def integer(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        def number(value: Any) -> bool:
+            return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+        for name in ("num_images", "num_augmentations", "batch_size", "epochs", "eval_every", "eval_chunk"):
+            if not integer(getattr(self, name)) or getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("seed", "num_threads"):
+            if not integer(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be an integer >= 0, got {getattr(self, name)!r}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset: unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+        if self.num_augmentations < 2:
+            raise ValueError(f"num_augmentations: must be >= 2 (a positive pair needs two views), "
+                             f"got {self.num_augmentations}")
+        if self.batch_size < 2 or self.batch_size > self.num_images:
+            raise ValueError(f"batch_size: must be in [2, num_images={self.num_images}], got {self.batch_size}")
+        if (not isinstance(self.methods, tuple) or not self.methods or len(set(self.methods)) != len(self.methods)
+                or any(m not in CONVERGENCE_METHODS for m in self.methods)):
+            raise ValueError(f"methods: must be distinct names from {CONVERGENCE_METHODS}, got {self.methods!r}")
+        for name in ("beta", "lr"):
+            if not number(getattr(self, name)) or getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be a positive number, got {getattr(self, name)!r}")
+        if not number(self.gamma) or not 0 < self.gamma <= 1:
+            raise ValueError(f"gamma: must be in (0, 1], got {self.gamma!r}")
+        if not number(self.momentum) or not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum: must be in [0, 1), got {self.momentum!r}")
+        if not number(self.weight_decay) or self.weight_decay < 0:
+            raise ValueError(f"weight_decay: must be a number >= 0, got {self.weight_decay!r}")
+        for name, cls in (("encoder", EncoderConfig), ("head", HeadConfig), ("augment", AugmentConfig)):
+            if not isinstance(getattr(self, name), cls):
+                raise ValueError(f"{name}: must be a {cls.__name__}, got {getattr(self, name)!r}")
+
+    @property
+    def tau(self) -> float:
+        return 1.0 / self.beta
+
+
+@dataclass(frozen=True)
+class ConvergenceStudy:
+    """Which runs the ``emc2_convergence`` report makes besides the convergence runs (the CLI and the report
+    read them): EMC2 at every number of pre-computed views in ``augmentation_values`` and, with
+    ``infinite_augmentation``, EMC2 with fresh views every step (the reference of EMC2's Figure 3)."""
+
+    augmentation_values: tuple[int, ...] = (2, 4, 8)
+    infinite_augmentation: bool = False
+
+    def __post_init__(self) -> None:
+        values = self.augmentation_values
+        if (not isinstance(values, tuple) or not values
+                or any(not isinstance(v, int) or isinstance(v, bool) or v < 2 for v in values)):
+            raise ValueError(f"augmentation_values: must be a non-empty list of integers >= 2, got {values!r}")
+        if not isinstance(self.infinite_augmentation, bool):
+            raise ValueError(f"infinite_augmentation: must be true or false, got {self.infinite_augmentation!r}")
+
+
+_CONVERGENCE_SOURCES = {"data_root": "data.root", "beta": "methods.emc2.beta", "gamma": "methods.sogclr.gamma",
+                        "encoder": "model.encoder", "head": "model.head", "augment": "augment"}
+
+
+def convergence_config(params: dict[str, Any], **overrides: Any) -> ConvergenceConfig:
+    """The :class:`ConvergenceConfig` of ``params``: the model, augmentation, data root and the methods'
+    temperature settings of params.yaml, then the section ``emc2_convergence`` (less the
+    :class:`ConvergenceStudy` keys), then ``overrides``. SimCLR and SogCLR run at tau = 1 / beta of
+    ``methods.emc2`` (one objective F for all methods), whatever their own tau in params.yaml.
+
+    Raises :class:`ConfigError` naming the key (``emc2_convergence.<field>``, or where a field comes from).
+    """
+    methods = params.get("methods") or {}
+    model = params.get("model") or {}
+    values = {"data_root": str((params.get("data") or {}).get("root", "data")),
+              "beta": (methods.get("emc2") or {}).get("beta", 5.0),
+              "gamma": (methods.get("sogclr") or {}).get("gamma", 0.9),
+              "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
+              "head": _typed(HeadConfig, model.get("head"), "model.head"),
+              "augment": _typed(AugmentConfig, params.get("augment"), "augment")}
+    values = {k: float(v) if k in ("beta", "gamma") and isinstance(v, int | float) else v for k, v in values.items()}
+    section = params.get("emc2_convergence") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"emc2_convergence: expected a mapping, got {section!r}")
+    study_keys = {f.name for f in dataclasses.fields(ConvergenceStudy)}
+    section = {k: v for k, v in section.items() if k not in study_keys}
+    known = {f.name for f in dataclasses.fields(ConvergenceConfig)}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ConfigError(f"emc2_convergence.{unknown[0]}: unknown key (known: {sorted(known | study_keys)})")
+    values.update(section)
+    values.update(overrides)
+    if isinstance(values.get("methods"), list):
+        values["methods"] = tuple(values["methods"])
+    try:
+        return ConvergenceConfig(**values)
+    except (TypeError, ValueError) as err:
+        name = str(err).split(":", 1)[0]
+        key = f"emc2_convergence.{name}" if name in section or name not in _CONVERGENCE_SOURCES else \
+            _CONVERGENCE_SOURCES[name]
+        raise ConfigError(f"{key}: {str(err).split(':', 1)[-1].strip()}") from err
+
+
+def convergence_study(params: dict[str, Any]) -> ConvergenceStudy:
+    """The :class:`ConvergenceStudy` keys of the section ``emc2_convergence`` (defaults where absent)."""
+    section = params.get("emc2_convergence") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"emc2_convergence: expected a mapping, got {section!r}")
+    values = {f.name: section[f.name] for f in dataclasses.fields(ConvergenceStudy) if f.name in section}
+    try:
+        return ConvergenceStudy(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    except ValueError as err:
+        raise ConfigError(f"emc2_convergence.{err}") from err
+
+
+def validate_convergence(params: dict[str, Any]) -> None:
+    """Check the section ``emc2_convergence`` if present (:func:`convergence_config`, :func:`convergence_study`)."""
+    if params.get("emc2_convergence") is not None:
+        convergence_config(params)
+        convergence_study(params)

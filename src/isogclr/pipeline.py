@@ -8,8 +8,11 @@ small ``dvc.lock``: :func:`pipeline_files`) are outputs of this module, never ed
 What it writes, one stage family per kind of work:
 
 * the generated data sets (``synthetic``, ``synthetic_pairs``, ``fashion_mnist_mini``);
+* the selection of each tuned method on a validation split (``tune``: ``tuning``; ``tune_bimodal``:
+  ``bimodal_tuning``), one stage per method;
 * the grid runs of each table section (``train``: ``table1``; ``train_real``: ``table1_real``;
-  ``train_table3``: ``table3``; ``train_bimodal``: ``bimodal``), one DVC ``matrix`` each, so that every
+  ``train_table3``: ``table3``; ``train_bimodal``: ``bimodal.methods``; ``train_bimodal_side``:
+  ``bimodal.side_methods``), one DVC ``matrix`` each, so that every
   run depends only on its own method's parameters (``methods.${item.method}``): ``dvc exp run -S
   methods.isogclr.tau_min=0.02`` reruns the iSogCLR runs and the reports that read them;
 * one stage per one-knob study, all from one template (``study_<name>``: ``studies.<name>`` or
@@ -54,7 +57,10 @@ GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_
 # (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
 # isogclr.data.manifest)
 GENERATED_DATA = {"synth": "data/synthetic.json", "fashion_mnist_mini": "data/fashion_mnist_mini.json"}
-TUNE_ENTRY = ("isogclr.train.tuning", "isogclr.config")
+# a selection stage runs the selection and its modality's trainer (the CLI passes it)
+TUNE_ENTRY = {"tuning": ("isogclr.train.tuning", *TRAIN_ENTRY),
+              "bimodal_tuning": ("isogclr.train.tuning", *BIMODAL_ENTRY)}
+TUNE_STAGES = {"tuning": "tune", "bimodal_tuning": "tune_bimodal"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Report:
     paper: tuple[str, ...] = ()  # transcribed paper tables (src/isogclr/analysis/paper/<name>.csv)
     tables: tuple[str, ...] = ()  # reports/tables/<name> (.md, and .csv where listed with it)
     figures: tuple[str, ...] = ()  # reports/figures/<name>.png
+    selection: str | None = None  # the selection section it shows (tuning/<m>/ of its methods), if params has it
 
 
 _RUNS = {"params_path": "params.yaml", "runs_dir": "runs", "reports_dir": "reports"}
@@ -120,20 +127,22 @@ REPORTS: dict[str, Report] = {
     "budget_ladder": Report(
         "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
         "and the selection on the validation split",
-        {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs", "tuning"),
+        {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs",), selection="tuning",
         params=("profile", "table1", "table1_real", "methods", "train.epochs", "train.epochs_by_dataset"),
         paper=("isogclr_table1",),
         tables=("budget_ladder.md", "budget_ladder.csv", "tuning_selection.md", "tuning_selection.csv"),
         figures=("budget_ladder",)),
     "bimodal": Report(
         "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
-        {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports"},
+        {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports",
+         "tuning_dir": "tuning"},
         reads=("runs_bimodal", "data/synthetic_pairs.json"),  # the images of the tau-extremes figure
+        selection="bimodal_tuning",
         params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
         paper=("isogclr_table2", "sogclr_table4"),
         tables=("bimodal_retrieval.md", "bimodal_retrieval.csv", "bimodal_zeroshot.md", "bimodal_zeroshot.csv",
                 "bimodal_tau_frequency.md", "bimodal_tau_frequency.csv", "sogclr_table4_epochs.md",
-                "sogclr_table4_epochs.csv"),
+                "sogclr_table4_epochs.csv", "tuning_selection_bimodal.md", "tuning_selection_bimodal.csv"),
         figures=("bimodal_convergence", "bimodal_tau_extremes", "bimodal_individual_tau", "sogclr_table4_epochs")),
 }
 
@@ -248,17 +257,17 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
     regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
     section = "bimodal_studies" if bimodal else "studies"
     base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
+    flag, selection = _tuned(spec)
     if bimodal:
         return {
             "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
                        "seed": f"${{{section}.{name}.seeds}}"},
             "cmd": f"python -m isogclr train-bimodal --study {name} --method ${{item.method}} --value ${{item.value}} "
-                   "--seed ${item.seed}",
-            "deps": ["data/synthetic_pairs.json", *code],
+                   "--seed ${item.seed}" + flag,
+            "deps": ["data/synthetic_pairs.json", *selection, *code],
             "params": [*base, f"{section}.{name}"],
             **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
         }
-    flag, selection = _tuned(spec)
     return {
         "matrix": {"method": f"${{{section}.{name}.methods}}", "seed": f"${{{section}.{name}.seeds}}"},
         "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed ${{item.seed}}" + flag,
@@ -268,16 +277,32 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
     }
 
 
-def _tune_stage(params: dict[str, Any], code: list[str]) -> dict[str, Any]:
-    spec = params["tuning"]
+def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+    """One stage per method of a selection section (``tuning``: unimodal; ``bimodal_tuning``: image-text)."""
+    spec = params[section]
+    data = _data_deps([spec["dataset"]]) if section == "tuning" else ["data/synthetic_pairs.json"]
     return {
         "matrix": {"method": list(spec["methods"])},
-        "cmd": "${launcher} -m isogclr tune --method ${item.method}",
-        "deps": _data_deps([spec["dataset"]]) + code,
-        "params": [*RUN_PARAMS, "tuning.methods.${item.method}", *(f"tuning.{key}" for key in spec
-                                                                   if key != "methods")],
+        "cmd": ("${launcher}" if section == "tuning" else "python") + " -m isogclr tune --method ${item.method}",
+        "deps": data + code,
+        "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS), f"{section}.methods.${{item.method}}",
+                   *(f"{section}.{key}" for key in spec if key != "methods")],
         "outs": [{f"tuning/${{item.method}}/{name}": {"cache": False}} for name in ("candidates.csv",
                                                                                    "selected.json")],
+    }
+
+
+def _bimodal_stage(params: dict[str, Any], key: str, seeds: list[int], tuned: bool,
+                   code: list[str]) -> dict[str, Any]:
+    """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
+    after the other in one process (written out here, as a table's)."""
+    flag, selection = _tuned({"tuned": tuned})
+    return {
+        "matrix": {"method": f"${{bimodal.{key}}}"},
+        "cmd": "python -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds)) + flag,
+        "deps": ["data/synthetic_pairs.json", *selection, *code],
+        "params": list(BIMODAL_PARAMS),
+        **_run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),
     }
 
 
@@ -287,13 +312,15 @@ def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], roo
     outs = [f"reports/{name}.ipynb", *(f"reports/tables/{t}" for t in report.tables),
             *(f"reports/figures/{f}.png" for f in report.figures), f"reports/verdicts/{name}.csv"]
     code = module_closure([*REPORT_ENTRY, *notebook_modules(name, root)], root)
+    selection = report.selection if report.selection in params else None  # a profile may not tune
+    tuned = list((params[selection] or {}).get("methods") or {}) if selection else []
     return {
         "cmd": f"python -m isogclr report {name} {papermill}",
         "deps": [f"notebooks/{name}.ipynb", f"notebooks/src/{name}.py", *code,
-                 *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper),
-                 *(r for r in report.reads if r != "tuning" or "tuning" in params),  # a profile may not tune
+                 *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper), *report.reads,
+                 *(f"tuning/{m}/{f}" for m in tuned for f in ("candidates.csv", "selected.json")),
                  *(f"studies/{study}" for study, _ in studies)],
-        "params": [*report.params, *(["tuning"] if "tuning" in report.reads and "tuning" in params else []),
+        "params": [*report.params, *([selection] if selection else []),
                    *(f"{section}.{study}" for study, section in studies)],
         "outs": [{out: {"cache": False}} for out in outs],
     }
@@ -316,19 +343,18 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
                                "params": ["data.root", "data.fashion_mnist_mini"],
                                "outs": [{"data/fashion_mnist_mini.json": {"cache": False}}]},
     }
-    if "tuning" in params:
-        stages["tune"] = _tune_stage(params, module_closure(TUNE_ENTRY, root))
+    for section, stage in TUNE_STAGES.items():
+        if section in params:
+            stages[stage] = _tune_stage(section, params, module_closure(TUNE_ENTRY[section], root))
     for section, stage in GRID_STAGES.items():
         if section in params:
             stages[stage] = _grid_stage(section, params, run_code)
     if "bimodal" in params:
-        stages["train_bimodal"] = {
-            "matrix": {"method": "${bimodal.methods}", "seed": "${bimodal.seeds}"},
-            "cmd": "python -m isogclr train-bimodal --method ${item.method} --seed ${item.seed}",
-            "deps": ["data/synthetic_pairs.json", *module_closure(BIMODAL_ENTRY, root)],
-            "params": list(BIMODAL_PARAMS),
-            **_run_outputs(["runs_bimodal/${item.method}-s${item.seed}"]),
-        }
+        bimodal, code = params["bimodal"], module_closure(BIMODAL_ENTRY, root)
+        stages["train_bimodal"] = _bimodal_stage(params, "methods", bimodal["seeds"], bool(bimodal.get("tuned")), code)
+        if bimodal.get("side_methods"):
+            side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
+            stages["train_bimodal_side"] = _bimodal_stage(params, "side_methods", side_seeds, False, code)
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():

@@ -7,7 +7,7 @@ times last measured on the machine that ran each run). Columns: ``run`` (the run
 relative to the project root, e.g. ``runs/isogclr-synth10-s0``, ``studies/batch_size/simclr-32-s0``,
 ``runs_convergence/emc2-A2``), then ``epoch`` or ``step``, ``seconds`` and optionally ``samples_per_s``.
 
-:func:`record` replaces every row of one run under an exclusive ``fcntl.flock`` on ``timing.csv.lock``
+:func:`record` replaces every row of one run under :func:`isogclr.io.locked` on ``timing.csv.lock``
 (two training processes may finish at once) and rewrites the file atomically, rows sorted by
 (run, epoch, step), so the file's bytes depend only on its content. :func:`read` returns the rows
 (a pandas DataFrame with ``as_frame=True``); a missing file is an empty record.
@@ -20,13 +20,12 @@ environment variable ``ISOGCLR_TIMING_CSV`` names another (the tests point it at
 from __future__ import annotations
 
 import csv
-import fcntl
 import math
 import os
 from pathlib import Path
 from typing import Any
 
-from .io import csv_text, save_text
+from .io import csv_text, locked, save_text
 
 FILENAME = "timing.csv"
 ENV = "ISOGCLR_TIMING_CSV"
@@ -95,18 +94,12 @@ def record(run: str, rows: list[dict[str, Any]], path: Path | str | None = None)
     optionally ``samples_per_s``), under an exclusive lock, written atomically and sorted."""
     path = Path(path) if path is not None else default_path()
     new = [_clean(run, row) for row in rows]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            kept = [row for row in _read_rows(path) if row["run"] != run]
-            merged = sorted(kept + new, key=_sort_key)
-            present = {k for row in merged for k in row}
-            columns = [c for c in COLUMNS if c in present]
-            text = csv_text([{c: row.get(c, "") for c in columns} for row in merged])
-            save_text(text, path)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with locked(path.with_name(path.name + ".lock")):
+        kept = [row for row in _read_rows(path) if row["run"] != run]
+        merged = sorted(kept + new, key=_sort_key)
+        present = {k for row in merged for k in row}
+        columns = [c for c in COLUMNS if c in present]
+        save_text(csv_text([{c: row.get(c, "") for c in columns} for row in merged]), path)
 
 
 def read(path: Path | str | None = None, as_frame: bool = False):  # noqa: ANN201 (list or DataFrame)

@@ -4,12 +4,16 @@ Every tuned method (a key of ``tuning.methods`` in params.yaml, which maps a met
 grid ``{knob: [values]}`` or a list of candidates ``[{knob: value}, ...]``) is given the same budget:
 ``tuning.candidates`` candidates from its space, each trained ``tuning.epochs`` epochs on ``tuning.dataset``
 with ``tuning.validation_fraction`` of the training set held out, at ``tuning.seeds``; the test split is not
-read. The tuning stage (:data:`TUNE_PIPELINE`) writes per method
+read. The image-text methods (``bimodal_tuning``) are selected the same way on held-out training pairs, scored
+by the mean of IR@1 and TR@1 (``val_r1``; no ``dataset``). The tuning stage (:data:`TUNE_PIPELINE`) writes per
+method
 
-* ``candidates.csv``: ``candidate`` (int), one column per knob, ``seed``, ``val_top1`` (one row per candidate
-  and seed);
+* ``candidates.csv``: ``candidate`` (int), one column per knob, ``seed``, the score (``val_top1`` or ``val_r1``;
+  one row per candidate and seed);
 * ``selected.json``: ``{"method", "dataset", "epochs", "validation_fraction", "seeds", "candidates", "space",
-  "knobs": {knob: selected value}, "val_top1": mean over seeds}``.
+  "knobs": {knob: selected value}, <score>: mean over seeds}``.
+
+Every function takes the selection ``section`` (``tuning``, the default, or ``bimodal_tuning``).
 
 A missing file is an error naming it and the stage that writes it; a selection made with other settings than
 params.yaml's ``tuning`` section (stale) is an error too.
@@ -24,10 +28,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import TUNING_DIR, ConfigError, selection_path, tuning_spec
+from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, selection_path, tuning_spec
 from .tables import MISSING
 
-TUNE_PIPELINE = "pipelines/tune/dvc.yaml"
+TUNE_PIPELINE = "pipelines/tune/dvc.yaml"  # pipelines/tune_bimodal/dvc.yaml for bimodal_tuning
 CANDIDATES = "candidates.csv"
 SETTINGS = ("dataset", "epochs", "validation_fraction", "seeds", "candidates")  # selected.json = params' tuning.*
 
@@ -38,30 +42,31 @@ def _missing(path: Path, method: str) -> FileNotFoundError:
                              f"{method}`)")
 
 
-def tuned_methods(params: dict[str, Any]) -> list[str]:
-    """The tuned methods: the keys of ``tuning.methods`` (read by :func:`isogclr.config.tuning_spec`, the one
-    reader of params.yaml's ``tuning`` section)."""
-    spec = tuning_spec(params)
+def tuned_methods(params: dict[str, Any], section: str = "tuning") -> list[str]:
+    """The tuned methods: the keys of ``<section>.methods`` (read by :func:`isogclr.config.tuning_spec`, the one
+    reader of params.yaml's selection sections)."""
+    spec = tuning_spec(params, section)
     if spec is None:
-        raise ConfigError("tuning: not defined in params.yaml (no method was tuned)")
+        raise ConfigError(f"{section}: not defined in params.yaml (no method was tuned)")
     return list(spec.methods)
 
 
-def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
+def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR,
+                  section: str = "tuning") -> dict[str, Any]:
     """``tuning/<method>/selected.json``, checked against params.yaml's ``tuning`` section (same settings and
     search space: otherwise the selection is stale and an error says to rerun the tuning stage)."""
     path = selection_path(method, tuning_dir)  # the path the tuned runs read
     if not path.exists():
         raise _missing(path, method)
     selected = json.loads(path.read_text())
-    spec = tuning_spec(params)
-    expected = {} if spec is None else {key: getattr(spec, key) for key in SETTINGS}
+    spec = tuning_spec(params, section)
+    expected = {} if spec is None else {key: getattr(spec, key) for key in SETTINGS if getattr(spec, key) is not None}
     if spec is not None and method in spec.methods:
         expected["space"] = spec.methods[method]
     stale = [f"{key}: {selected.get(key)!r} in {path}, {value!r} in params.yaml" for key, value in expected.items()
              if _plain(selected.get(key)) != _plain(value)]
     if stale:
-        raise ValueError(f"{path} was made with other settings than params.yaml's tuning section ("
+        raise ValueError(f"{path} was made with other settings than params.yaml's {section} section ("
                          + "; ".join(stale) + f"): rerun `dvc repro {TUNE_PIPELINE}`")
     return selected
 
@@ -75,20 +80,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def load_candidates(method: str, tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
+def load_candidates(method: str, tuning_dir: Path | str = TUNING_DIR, section: str = "tuning") -> pd.DataFrame:
     """``tuning/<method>/candidates.csv`` (one row per candidate and seed); its required columns are checked."""
     path = Path(tuning_dir) / method / CANDIDATES
     if not path.exists():
         raise _missing(path, method)
     frame = pd.read_csv(path)
-    missing = [c for c in ("candidate", "seed", "val_top1") if c not in frame.columns]
+    missing = [c for c in ("candidate", "seed", TUNING_SECTIONS[section]) if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing} (columns: {list(frame.columns)})")
     return frame
 
 
 def _knobs(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if c not in ("candidate", "seed", "val_top1")]
+    return [c for c in frame.columns if c not in ("candidate", "seed", *TUNING_SECTIONS.values())]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -97,13 +102,13 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _per_candidate(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per candidate: its knobs, the seeds it ran and its validation top-1 (mean over seeds)."""
+def _per_candidate(frame: pd.DataFrame, score: str = "val_top1") -> pd.DataFrame:
+    """One row per candidate: its knobs, the seeds it ran and its validation score (mean over seeds)."""
     knobs = _knobs(frame)
     grouped = frame.groupby("candidate", sort=True)
     out = grouped[knobs].first() if knobs else pd.DataFrame(index=grouped.size().index)
     out["seeds"] = grouped["seed"].nunique()
-    out["val_top1"] = grouped["val_top1"].mean()
+    out[score] = grouped[score].mean()
     return out.reset_index()
 
 
@@ -141,32 +146,35 @@ def space_text(space: dict[str, list] | list[dict[str, Any]]) -> str:
     return f"{len(space)} listed over {grid}"
 
 
-def candidates_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
+def candidates_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
+                     section: str = "tuning") -> pd.DataFrame:
     """Every candidate of every tuned method, method by method: its knobs (a column per knob of any method;
     empty where the knob is not the method's), the seeds it ran, its validation top-1 (mean over seeds) and
     whether it was selected."""
-    frames = []
-    for method in tuned_methods(params):
-        selected = load_selected(params, method, tuning_dir)["knobs"]
-        rows = _per_candidate(load_candidates(method, tuning_dir))
+    frames, score = [], TUNING_SECTIONS[section]
+    for method in tuned_methods(params, section):
+        selected = load_selected(params, method, tuning_dir, section)["knobs"]
+        rows = _per_candidate(load_candidates(method, tuning_dir, section), score)
         rows["selected"] = [all(_same(r[k], v) for k, v in selected.items() if k in rows.columns)
                             for _, r in rows.iterrows()]
         frames.append(rows.assign(method=method))
     table = pd.concat(frames, ignore_index=True)
     first = ["method", "candidate"]
-    last = ["seeds", "val_top1", "selected"]
+    last = ["seeds", score, "selected"]
     return table[first + [c for c in table.columns if c not in first + last] + last]
 
 
-def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> pd.DataFrame:
+def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
+                    section: str = "tuning") -> pd.DataFrame:
     """One row per tuned method (index ``method``): its search space, the candidates tried, the seeds, the
     selected knobs, the validation top-1 of the selected (``selected.json``), best and worst candidate (mean over
     seeds, from ``candidates.csv``), and the params.yaml value each selected knob replaced where it differs
     (``knob: params.yaml value → selected``; "default" where params.yaml does not set the knob)."""
-    rows = []
-    for method in tuned_methods(params):
-        selected = load_selected(params, method, tuning_dir)
-        per_candidate = _per_candidate(load_candidates(method, tuning_dir))
+    rows, score = [], TUNING_SECTIONS[section]
+    label = {"val_top1": "val top-1", "val_r1": "val R@1"}[score]
+    for method in tuned_methods(params, section):
+        selected = load_selected(params, method, tuning_dir, section)
+        per_candidate = _per_candidate(load_candidates(method, tuning_dir, section), score)
         space = selected.get("space") or {}
         replaced = []
         for knob, value in selected["knobs"].items():
@@ -179,19 +187,20 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR)
             "candidates": len(per_candidate),
             "seeds": ", ".join(str(s) for s in selected.get("seeds") or []),
             "selected": ", ".join(f"{k}={_fmt(v)}" for k, v in selected["knobs"].items()),
-            "val top-1 selected": round(float(selected["val_top1"]), 2),
-            "val top-1 best": round(float(per_candidate["val_top1"].max()), 2),
-            "val top-1 worst": round(float(per_candidate["val_top1"].min()), 2),
+            f"{label} selected": round(float(selected[score]), 2),
+            f"{label} best": round(float(per_candidate[score].max()), 2),
+            f"{label} worst": round(float(per_candidate[score].min()), 2),
             "replaces in params.yaml": "; ".join(replaced) or MISSING,
         })
     return pd.DataFrame(rows).set_index("method")
 
 
-def selection_settings(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
+def selection_settings(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
+                       section: str = "tuning") -> dict[str, Any]:
     """The settings every method was selected with (dataset, epochs, validation fraction, seeds, candidates),
     read from the methods' ``selected.json``; an error when they differ between methods (not the same budget)."""
-    settings = {m: {k: _plain(load_selected(params, m, tuning_dir).get(k)) for k in SETTINGS}
-                for m in tuned_methods(params)}
+    settings = {m: {k: _plain(load_selected(params, m, tuning_dir, section).get(k)) for k in SETTINGS}
+                for m in tuned_methods(params, section)}
     first = next(iter(settings.values()))
     differ = {m: s for m, s in settings.items() if s != first}
     if differ:

@@ -16,7 +16,6 @@ against, so the check of an up-to-date folder reads one small file and hashes no
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import json
@@ -25,12 +24,11 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io import save_json, save_text
+from ..io import locked, save_json, save_text
 
 STAMP = ".manifest-sha256"
 _CHUNK = 1 << 20
@@ -169,23 +167,6 @@ def read_manifest(path: Path | str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- ensure
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (so concurrent processes regenerate once); a no-op where
-    ``fcntl`` is unavailable, the atomic rename in :func:`ensure` keeps that case correct too."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover (not POSIX)
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
 def _install(tmp: Path, folder: Path, digest: str) -> bool:
     """Move the verified ``tmp`` to ``folder``; False when another process installed a matching one first."""
     if folder.exists() and read_stamp(folder) != digest:  # stale: move it aside, then swap
@@ -229,7 +210,8 @@ def _ensure(name: str, root: Path, quiet: bool) -> tuple[Path, str]:
     generator = GENERATORS.get(manifest["generator"])
     if generator is None:
         raise ManifestError(f"{path}: unknown generator {manifest['generator']!r} (known: {sorted(GENERATORS)})")
-    with _lock(root / f".{name}.lock"):
+    # concurrent processes regenerate once (without fcntl, the atomic rename in _install keeps it correct)
+    with locked(root / f".{name}.lock"):
         if read_stamp(folder) == digest:  # another process rebuilt it while we waited
             return folder, "up to date"
         if folder.is_dir() and tree_hash(folder)[0] == digest:  # the right bytes without (the right) stamp

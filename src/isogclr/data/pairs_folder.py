@@ -81,11 +81,12 @@ def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
     return [by_image.get(image_id, missing) for image_id in train.image_ids]
 
 
-def load_pairs_folder(root: Path | str, size: int, train: bool = True) -> PairsFolder:
+def load_pairs_folder(root: Path | str, size: int, train: bool = True, evaluation: bool = True) -> PairsFolder:
     """The training pairs, every ``retrieval_*`` set and every ``zeroshot/*`` set of ``root`` at ``size`` pixels.
 
     ``train=False``: the evaluation sets only (``PairsFolder.train`` empty), for runs that stream the training
-    pairs (:class:`TrainPairsStream`).
+    pairs (:class:`TrainPairsStream`). ``evaluation=False``: the training pairs only (no test set is read; a
+    selection run evaluates on held-out training pairs).
     """
     root = Path(root)
     ensure_tracked(root)  # a generated folder with a manifest <root>.json: rebuilt when missing or stale
@@ -102,8 +103,9 @@ def load_pairs_folder(root: Path | str, size: int, train: bool = True) -> PairsF
                                 "described in isogclr/data/pairs_folder.py)")
     train = load_caption_tsv(root / "train" / "captions.tsv", size=size)
     retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
-                 for p in sorted(root.glob("retrieval_*/dataset.json"))}
-    zeroshot = {p.parent.name: load_zeroshot(p.parent, size) for p in sorted(root.glob("zeroshot/*/images.npz"))}
+                 for p in sorted(root.glob("retrieval_*/dataset.json"))} if evaluation else {}
+    zeroshot = {p.parent.name: load_zeroshot(p.parent, size)
+                for p in sorted(root.glob("zeroshot/*/images.npz"))} if evaluation else {}
     return PairsFolder(train, _train_meta(train, root / "train" / "meta.csv"), retrieval, zeroshot)
 
 

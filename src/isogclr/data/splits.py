@@ -4,13 +4,20 @@ The papers select hyperparameters on held-out data; the test split is read once,
 :func:`validation_split` takes, in every class, ``round(fraction * n_c)`` samples (at least one when the
 class has two or more) as validation and leaves the rest for training. The choice depends only on the
 labels and ``seed`` (not on the run's seed), so every method and candidate sees the same split.
+
+For image-text pairs, :func:`holdout_pairs` holds out whole images (stratified by their semantic cluster when
+the folder has one, so no validation image is ever seen in training) with all their captions, as a retrieval
+set named ``validation``; the folder's own retrieval and zero-shot sets (its test sets) are dropped.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from .base import ImageData
+from .captions import CaptionData
+from .pairs_folder import PairsFolder
 
 
 def validation_positions(labels: np.ndarray, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -33,3 +40,24 @@ def validation_split(data: ImageData, fraction: float, seed: int = 0) -> tuple[I
     """(training part, validation part) of ``data``, stratified by label."""
     train, val = validation_positions(data.labels.numpy(), fraction, seed)
     return data.subset(train), data.subset(val)
+
+
+def _pairs_of(data: CaptionData, images: np.ndarray) -> CaptionData:
+    """The captions of ``images`` (sorted positions into ``data.images``), re-indexed to the kept images."""
+    new_position = torch.full((len(data.images),), -1, dtype=torch.int64)
+    new_position[torch.from_numpy(images)] = torch.arange(len(images))
+    kept = torch.nonzero(new_position[data.image_index] >= 0).flatten()
+    return CaptionData(data.images[torch.from_numpy(images)], [data.captions[i] for i in kept.tolist()],
+                       new_position[data.image_index[kept]], [data.image_ids[i] for i in images.tolist()])
+
+
+def holdout_pairs(data: PairsFolder, fraction: float, seed: int = 0) -> PairsFolder:
+    """``data`` with ``fraction`` of its training images (and their captions) moved to a retrieval set
+    ``validation``; the other evaluation sets removed. Stratified by ``cluster`` of the training meta when
+    every image has one (generated pairs), else a plain seeded draw."""
+    meta = data.train_meta
+    clusters = [m.get("cluster", "-1") for m in meta]
+    labels = np.array([int(c) for c in clusters]) if meta and "-1" not in clusters else np.zeros(len(data.train.images))
+    train, val = validation_positions(labels, fraction, seed)
+    return PairsFolder(_pairs_of(data.train, train), [meta[i] for i in train.tolist()] if meta else [],
+                       {"validation": _pairs_of(data.train, val)}, {})

@@ -15,8 +15,8 @@ noise stay random. A caption is made from the cluster's attributes with one of s
 and synonyms; a ``mismatch_fraction`` of train pairs get the caption of a random pair of another
 cluster instead, as in web data.
 
-Layout written by :func:`write_synthetic_pairs` (deterministic in the spec, every file written to a
-temporary name and moved into place with ``os.replace``)::
+Layout written by :func:`write_synthetic_pairs` (deterministic in the spec, every file written
+atomically by :mod:`isogclr.io`: to a temporary name, then moved into place with ``os.replace``)::
 
     out_dir/train/images/NNNNNN.png       one image per pair
     out_dir/train/captions.tsv            caption<TAB>images/NNNNNN.png  (load_caption_tsv)
@@ -37,10 +37,8 @@ random (``images.npz``: ``images`` uint8 (N, size, size, 3), ``labels`` indices 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,6 +46,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ..io import csv_text, save_bytes, save_text
 from .synthetic import FINE_PER_SUPERCLASS, LOBES, STYLES, TEXTURES, class_names, fine_classes, render
 
 COLOURS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink")
@@ -245,16 +244,6 @@ def render_clusters(spec: PairSpec, clusters: dict[str, np.ndarray], cluster_of:
 # ----------------------------------------------------------------------------------------------- writing
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    _atomic_bytes(path, text.encode("utf-8"))
-
-
 def _png(image: np.ndarray) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(image).save(buf, format="PNG")
@@ -266,7 +255,7 @@ def _write_images(folder: Path, images: np.ndarray) -> list[str]:
     (folder / "images").mkdir(parents=True, exist_ok=True)
     names = [f"images/{i:06d}.png" for i in range(len(images))]
     for name, image in zip(names, images, strict=True):
-        _atomic_bytes(folder / name, _png(image))
+        save_bytes(_png(image), folder / name)
     keep = {Path(n).name for n in names}
     for stale in (folder / "images").glob("*.png"):
         if stale.name not in keep:
@@ -290,14 +279,6 @@ def _attribute_rows(clusters: dict[str, np.ndarray], cluster_of: np.ndarray, att
     return rows
 
 
-def _csv(rows: list[dict[str, object]]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
 def _tokens(caption: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", caption.lower())
 
@@ -319,12 +300,12 @@ def _write_train(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.nda
         source[i] = candidates[rng.integers(len(candidates))]
     captions = [own[j] for j in source]
     names = _write_images(folder, images)
-    _atomic_text(folder / "captions.tsv", "".join(f"{c}\t{p}\n" for c, p in zip(captions, names, strict=True)))
+    save_text("".join(f"{c}\t{p}\n" for c, p in zip(captions, names, strict=True)), folder / "captions.tsv")
     rows = [{"pair": i, "image": names[i], "cluster": int(cluster_of[i]),
              "cluster_frequency": int(counts[cluster_of[i]]), "mismatched": int(mismatched[i]),
              "caption_source": int(source[i]), **attr}
             for i, attr in enumerate(_attribute_rows(clusters, cluster_of, attrs))]
-    _atomic_text(folder / "meta.csv", _csv(rows))
+    save_text(csv_text(rows), folder / "meta.csv")
 
 
 def _write_retrieval(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.ndarray, folder: Path,
@@ -348,10 +329,10 @@ def _write_retrieval(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np
         entries.append({"filepath": filepath, "filename": filename, "imgid": i, "split": "test",
                         "sentids": [s["sentid"] for s in sentences], "sentences": sentences,
                         "cluster": int(c), "cluster_frequency": int(counts[c]), "attributes": words})
-    _atomic_text(folder / "dataset.json", json.dumps({"dataset": name, "images": entries}))
+    save_text(json.dumps({"dataset": name, "images": entries}), folder / "dataset.json")
     rows = [{"image": i, "cluster": int(cluster_of[i]), "cluster_frequency": int(counts[cluster_of[i]]), **attr}
             for i, attr in enumerate(attr_rows)]
-    _atomic_text(folder / "meta.csv", _csv(rows))
+    save_text(csv_text(rows), folder / "meta.csv")
 
 
 def _write_zeroshot(spec: PairSpec, variant: int, folder: Path) -> None:
@@ -364,12 +345,12 @@ def _write_zeroshot(spec: PairSpec, variant: int, folder: Path) -> None:
         images.append(img)
         attrs.append(att["superclass"])
     folder.mkdir(parents=True, exist_ok=True)
-    _atomic_text(folder / "classnames.txt", "".join(f"{c}\n" for c in class_names(variant)))
-    _atomic_text(folder / "templates.txt", "".join(f"{t}\n" for t in ZEROSHOT_TEMPLATES))
+    save_text("".join(f"{c}\n" for c in class_names(variant)), folder / "classnames.txt")
+    save_text("".join(f"{t}\n" for t in ZEROSHOT_TEMPLATES), folder / "templates.txt")
     buf = io.BytesIO()
     np.savez_compressed(buf, images=np.concatenate(images), labels=labels.astype(np.int64),
                         fine=fine_ids[labels].astype(np.int64), superclass=np.concatenate(attrs).astype(np.int64))
-    _atomic_bytes(folder / "images.npz", buf.getvalue())
+    save_bytes(buf.getvalue(), folder / "images.npz")
 
 
 def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
@@ -391,10 +372,10 @@ def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
         words = cluster_attributes(clusters, c)
         rows.append({"cluster": c, "weight": f"{clusters['weight'][c]:.8f}", "frequency": int(counts[c]),
                      "fine": int(clusters["fine"][c]), **words})
-    _atomic_text(out_dir / "clusters.csv", _csv(rows))
+    save_text(csv_text(rows), out_dir / "clusters.csv")
     meta = {"spec": asdict(spec), "colours": dict(zip(COLOURS, COLOUR_HUES, strict=True)),
             "colour_synonyms": COLOUR_SYNONYMS, "background_synonyms": BACKGROUND_SYNONYMS,
             "size_synonyms": SIZE_SYNONYMS, "position_synonyms": POSITION_SYNONYMS, "count_synonyms": COUNT_SYNONYMS,
             "caption_templates": CAPTION_TEMPLATES, "zeroshot_templates": ZEROSHOT_TEMPLATES,
             "class_names": class_names(100)}
-    _atomic_text(out_dir / "meta.json", json.dumps(meta, indent=1))
+    save_text(json.dumps(meta, indent=1), out_dir / "meta.json")

@@ -12,7 +12,9 @@ dataset indices for the per-pair state.
 A run writes into ``out_dir``:
 
 * ``metrics.json``: IR/TR R@1/5/10 (%) on every retrieval set (``retrieval_a_ir_r1``, ...) and
-  zero-shot top-1/3/5 (%) on every zero-shot set (``synth10_top1``, ...), at the end of training;
+  zero-shot top-1/3/5 (%) on every zero-shot set (``synth10_top1``, ...), at the end of training (a
+  selection run, ``validation_fraction`` > 0, has one retrieval set, ``validation``: held-out training pairs,
+  :func:`isogclr.data.splits.holdout_pairs`, and reads no test set);
 * ``train_log.csv``: per epoch the mean training loss, the last learning rate, the temperatures' mean and
   std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and, every ``eval_every`` epochs,
   IR@1 / TR@1 on the first retrieval set (the convergence curve); no wall clock: the epochs' seconds and
@@ -41,6 +43,7 @@ from torch import nn
 from .. import timing
 from ..config import BimodalRunConfig
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
+from ..data.splits import holdout_pairs
 from ..data.streaming import check_distinct, pair_transform
 from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
 from ..io import csv_text, save_json, save_text, save_torch
@@ -232,7 +235,11 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
     device = resolve_device(t.device)
     pairs = None
     if cfg.stream is None:
-        data = load_pairs_folder(t.data, t.image_size)
+        data = load_pairs_folder(t.data, t.image_size, evaluation=not cfg.validation_fraction)
+        if cfg.validation_fraction:  # a selection run: scored on held-out training pairs, the test sets unread
+            data = holdout_pairs(data, cfg.validation_fraction)
+    elif cfg.validation_fraction:
+        raise ValueError("bimodal_tuning with bimodal.stream: a held-out split of streamed pairs is not supported")
     else:  # CC3M scale: training pairs streamed (train/*.tar or train/captions.tsv), evaluation sets in memory
         data = load_pairs_folder(t.data, t.image_size, train=False)
         pairs = TrainPairsStream(t.data, pair_transform(t.image_size, t.crop_scale_min, t.flip_p), t.batch_size,

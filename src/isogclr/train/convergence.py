@@ -1,7 +1,10 @@
 """EMC2's convergence study (Yau et al., 2024, Sec. 4.5 / Figure 7) and its pre-computed augmentation study (Figure 3).
 
 A pipeline stage (``python -m isogclr convergence --out runs_convergence``, :func:`write_study`) trains the
-study's runs and writes their curves; the report ``emc2_convergence`` only reads them.
+study's runs and writes their curves; the report ``emc2_convergence`` only reads them. Its settings are
+``emc2_convergence`` in params.yaml (:func:`isogclr.config.convergence_config`). Each run is a
+:class:`_ConvergenceTask` trained by the project's one engine, :func:`isogclr.train.engine.fit`
+(checkpointed at every epoch's end and resumable).
 
 **The finite problem.** Take the first ``num_images`` images of a dataset (EMC2: the first 500
 of STL-10) and pre-compute ``num_augmentations`` = A fixed augmented views of each, once, from a
@@ -31,8 +34,8 @@ pre-computed ones, uniformly; the two views are passed in increasing view-id ord
 per-(sample, view-slot) moving average u tracks one fixed view per slot when A = 2. EMC2 gets each
 view's augmentation id (one Markov chain per (image, view), its finite-augmentation mode). Plain SGD
 (EMC2's Table 3 for the STL-10 subset: batch 4, learning rate 1e-3, weight decay 1e-4, beta 5, P = 3;
-we use batch 8 and a larger rate to move within a CPU budget, see :class:`ConvergenceConfig`; EMC2's
-burn-in is the loss's default P = b - 1, its R = 2b - 2). BatchNorm trains in
+we use batch 8 and a larger rate to move within a CPU budget, see :class:`~isogclr.config.ConvergenceConfig`;
+EMC2's burn-in is the loss's default P = b - 1, its R = 2b - 2) at a constant learning rate. BatchNorm trains in
 train mode; F and its gradient are evaluated in eval mode (running statistics), so F is a
 deterministic function of the weights. The weight decay is not part of F.
 
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,7 +66,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import timing
-from ..config import ConfigError
+from ..config import CONVERGENCE_METHODS as METHODS
+from ..config import ConvergenceConfig, convergence_config, convergence_study
 from ..data import load_dataset
 from ..data.augment import AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
@@ -70,109 +75,12 @@ from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features
 from ..io import save_json, save_text
 from ..losses.registry import build_loss
-from ..models import ContrastiveModel, EncoderConfig, HeadConfig
+from ..models import ContrastiveModel
+from .engine import fit
 from .optim import OptimConfig, build_optimizer
 
-METHODS = ("simclr", "sogclr", "emc2")
 FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
 CURVE_COLUMNS = ["method", "num_augmentations", "epoch", "step", "samples_seen", "objective", "grad_norm_sq"]
-
-
-@dataclass(frozen=True)
-class ConvergenceConfig:
-    """Settings of one study; every field is validated (``ValueError`` naming the field).
-
-    Defaults: EMC2's Figure 7 problem on synth10 (first 500 training images, A = 2 views), the
-    project's mini model (a narrow ResNet-18, CIFAR stem, 3-layer 512-d head, as ``params.yaml``
-    ``model``), beta 5 (EMC2's, tau 0.2 = the project's SimCLR / SogCLR tau), SogCLR gamma 0.9, plain SGD.
-    The schedule is cut to a CPU budget of about 4 minutes for the whole report on 2 shared cores
-    (batch 8, 6 epochs, learning rate 0.05, exact evaluation every 2 epochs) where EMC2's Figure 7 uses
-    batch 4 and learning rate 1e-3 on a GPU.
-    """
-
-    dataset: str = "synth10"
-    data_root: str = "data"
-    num_images: int = 500
-    num_augmentations: int = 2
-    methods: tuple[str, ...] = METHODS
-    beta: float = 5.0  # inverse temperature of EMC2 and of F; tau = 1 / beta for SimCLR, SogCLR and F
-    gamma: float = 0.9  # SogCLR's moving-average weight
-    batch_size: int = 8  # EMC2 uses 4; 8 halves the per-sample cost of a CPU step
-    epochs: int = 6
-    eval_every: int = 2  # epochs between exact evaluations (epoch 0, the initial model, is always evaluated)
-    lr: float = 0.05  # EMC2 uses 1e-3 (many more steps); see the module docstring
-    momentum: float = 0.0
-    weight_decay: float = 1e-4
-    encoder: EncoderConfig = field(default_factory=lambda: EncoderConfig(arch="resnet18", width=16, cifar_stem=True))
-    head: HeadConfig = field(default_factory=lambda: HeadConfig(layers=3, hidden_dim=512, out_dim=512))
-    augment: AugmentConfig = field(default_factory=lambda: AugmentConfig(crop_scale_min=0.5))
-    seed: int = 0
-    eval_chunk: int = 256
-    num_threads: int = 0  # 0: leave torch's setting alone
-
-    def __post_init__(self) -> None:
-        positive_ints = ("num_images", "num_augmentations", "batch_size", "epochs", "eval_every", "eval_chunk")
-        for name in positive_ints:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.num_augmentations < 2:
-            raise ValueError(f"num_augmentations must be >= 2 (a positive pair needs two views), "
-                             f"got {self.num_augmentations}")
-        if self.batch_size < 2 or self.batch_size > self.num_images:
-            raise ValueError(f"batch_size must be in [2, num_images={self.num_images}], got {self.batch_size}")
-        if not self.methods or any(m not in METHODS for m in self.methods) or len(set(self.methods)) != len(
-                self.methods):
-            raise ValueError(f"methods must be distinct names from {METHODS}, got {self.methods!r}")
-        for name in ("beta", "lr"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
-        if not 0 < self.gamma <= 1:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma!r}")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if self.num_threads < 0:
-            raise ValueError(f"num_threads must be >= 0, got {self.num_threads!r}")
-        for name, cls in (("encoder", EncoderConfig), ("head", HeadConfig), ("augment", AugmentConfig)):
-            if not isinstance(getattr(self, name), cls):
-                raise ValueError(f"{name} must be a {cls.__name__}, got {getattr(self, name)!r}")
-
-    @property
-    def tau(self) -> float:
-        return 1.0 / self.beta
-
-
-def config_from_params(params: dict, **overrides) -> ConvergenceConfig:
-    """A :class:`ConvergenceConfig` with the model, augmentation, data root and the methods' temperature
-    settings of ``params.yaml``, the study's section ``emc2_convergence`` and then ``overrides``.
-    SimCLR and SogCLR run at tau = 1 / beta of ``methods.emc2`` (one objective F for all methods), whatever
-    their own tau in params.yaml."""
-    methods = params.get("methods") or {}
-    beta = float((methods.get("emc2") or {}).get("beta", 5.0))
-    model = params.get("model") or {}
-    values = {
-        "data_root": str((params.get("data") or {}).get("root", "data")),
-        "beta": beta,
-        "gamma": float((methods.get("sogclr") or {}).get("gamma", 0.9)),
-        "encoder": EncoderConfig(**(model.get("encoder") or {})),
-        "head": HeadConfig(**(model.get("head") or {})),
-        "augment": AugmentConfig(**(params.get("augment") or {})),
-    }
-    section = dict(params.get("emc2_convergence") or {})  # the study's own settings (params.yaml)
-    for key in ("augmentation_values", "infinite_augmentation"):  # which runs the report makes, not one run's setting
-        section.pop(key, None)
-    known = {f.name for f in dataclasses.fields(ConvergenceConfig)}
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise ConfigError(f"emc2_convergence.{unknown[0]}: unknown key (known: {sorted(known)})")
-    values.update(section)
-    values.update(overrides)
-    if "methods" in values:
-        values["methods"] = tuple(values["methods"])
-    return ConvergenceConfig(**values)
 
 
 @contextmanager
@@ -265,40 +173,6 @@ def _view_pairs(generator: torch.Generator, count: int, num_augmentations: int) 
     return torch.minimum(first, second), torch.maximum(first, second)
 
 
-@dataclass
-class RunResult:
-    """One method's training run: its evaluation curve and the final model."""
-
-    method: str
-    num_augmentations: int
-    curve: pd.DataFrame
-    model: ContrastiveModel
-    train_seconds: float  # wall clock of the training steps (not of the evaluations); never in a result file
-    view_ids: list[torch.Tensor] = field(default_factory=list)  # (aug1, aug2) of every step (tests)
-    timings: list[dict] = field(default_factory=list)  # per epoch: {"step": step at its end, "seconds": its time}
-
-    @property
-    def name(self) -> str:
-        """The run's folder name in the timing record: ``<method>-A<num_augmentations>`` (A0: fresh views)."""
-        return f"{self.method}-A{self.num_augmentations}"
-
-
-def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
-                 record_views: bool = False, fresh_from: torch.Tensor | None = None) -> RunResult:
-    """Train ``method`` on the fixed ``views`` (n, A, 3, H, W); evaluate F and ||grad F||^2 every
-    ``eval_every`` epochs (default ``cfg.eval_every``; the initial and final models always).
-
-    ``fresh_from``: the n uint8 images; then every step trains on two fresh augmentations of the batch's
-    images instead (infinite augmentation, EMC2 only), and ``views`` serve only to evaluate F.
-    """
-    if fresh_from is not None and (method != "emc2" or len(fresh_from) != len(views)):
-        raise ValueError(f"fresh views: only for emc2 with one image per row of views, got {method!r}, "
-                         f"{len(fresh_from)} images for {len(views)} view rows")
-    with _threads(cfg.num_threads):
-        return _train_method(method, views, cfg, cfg.eval_every if eval_every is None else eval_every,
-                             record_views, fresh_from)
-
-
 def _fresh_pair(transform: nn.Module, images: torch.Tensor, seed: int, step: int) -> torch.Tensor:
     """Two new views of each image, (2B, 3, H, W), drawn from a generator seeded by (seed, step)."""
     x = to_float(images)
@@ -307,58 +181,128 @@ def _fresh_pair(transform: nn.Module, images: torch.Tensor, seed: int, step: int
         return torch.cat([transform(x), transform(x)])
 
 
-def _train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int,
-                  record_views: bool, fresh_from: torch.Tensor | None) -> RunResult:
-    n, a = views.shape[:2]
-    torch.manual_seed(cfg.seed)  # the same initial weights for every method
-    model = ContrastiveModel(cfg.encoder, cfg.head)
-    projection = _Projection(model)
-    loss_fn, scale, takes_ids = build_method(method, cfg, n, FRESH_VIEWS if fresh_from is not None else a)
-    transform = simclr_augmentation(cfg.augment, views.shape[-1]) if fresh_from is not None else None
-    optimizer = build_optimizer(model, OptimConfig(name="sgd", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                                   momentum=cfg.momentum, warmup_epochs=0.0), cfg.batch_size)
-    generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 17)  # batches and view pairs
-    steps_per_epoch = n // cfg.batch_size
-    rows, seconds, step, recorded, timings = [], 0.0, 0, [], []
+class _ConvergenceTask:
+    """One method's run of the study as an engine :class:`~isogclr.train.engine.Task`.
 
-    def evaluate(epoch: int) -> None:
-        objective, grad_norm_sq = exact_objective(projection, views, cfg.tau, cfg.eval_chunk)
-        rows.append({"method": method, "num_augmentations": a if fresh_from is None else FRESH_VIEWS,
-                     "epoch": epoch, "step": step,
-                     "samples_seen": step * cfg.batch_size,
-                     "objective": objective, "grad_norm_sq": grad_norm_sq})
+    Builds the model from ``cfg.seed`` (the same initial weights for every method), the method's loss
+    (:func:`build_method`) and plain SGD, run by :func:`~isogclr.train.engine.fit` at a constant rate. Each
+    epoch draws a permutation of the n images and each step two distinct view ids per batch image from one
+    seeded generator (or, ``fresh_from``, two fresh views of the batch images). Its columns are the exact
+    ``objective`` F and ``grad_norm_sq`` ||grad F||^2 on the fixed ``views``: at epoch 0 (``initial_columns``),
+    every ``eval_every`` epochs and at the last. Its checkpointed state is the generator's and torch's RNG
+    state, so a run resumed at an epoch's end gives the curve of an uninterrupted run.
+    """
 
-    model.train()
-    evaluate(0)
-    for epoch in range(1, cfg.epochs + 1):
-        t0 = time.perf_counter()
-        order = torch.randperm(n, generator=generator)
-        for b in range(steps_per_epoch):
-            index = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-            aug1, aug2 = _view_pairs(generator, len(index), a)
-            if record_views:
-                recorded.append((index.clone(), aug1.clone(), aug2.clone()))
-            if transform is not None:
-                x = _fresh_pair(transform, fresh_from[index], cfg.seed, step)
-            else:
-                x = torch.cat([views[index, aug1], views[index, aug2]])
-            _, proj = model(x)
-            z1, z2 = F.normalize(proj, dim=1).chunk(2)
-            kwargs = {"aug1": aug1, "aug2": aug2} if takes_ids else {}
-            loss = scale * loss_fn(z1, z2, index, **kwargs)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"{method}: non-finite loss {loss.item()} at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            step += 1
-        epoch_seconds = time.perf_counter() - t0
-        seconds += epoch_seconds
-        timings.append({"step": step, "seconds": round(epoch_seconds, 3)})
-        if epoch % eval_every == 0 or epoch == cfg.epochs:
-            evaluate(epoch)
-    return RunResult(method, a if fresh_from is None else FRESH_VIEWS, pd.DataFrame(rows, columns=CURVE_COLUMNS),
-                     model, seconds, recorded, timings)
+    def __init__(self, method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int,
+                 record_views: bool, fresh_from: torch.Tensor | None) -> None:
+        n, a = views.shape[:2]
+        self.method, self.views, self.cfg, self.eval_every, self.fresh_from = method, views, cfg, eval_every, fresh_from
+        self.num_augmentations = a if fresh_from is None else FRESH_VIEWS
+        self.run_id, self.epochs, self.batch_size = f"convergence {self.name}", cfg.epochs, cfg.batch_size
+        self.steps_per_epoch = n // cfg.batch_size  # the last incomplete batch is dropped
+        torch.manual_seed(cfg.seed)  # the same initial weights for every method
+        self.model = ContrastiveModel(cfg.encoder, cfg.head)
+        self.projection = _Projection(self.model)
+        self.loss_fn, self.scale, self.takes_ids = build_method(method, cfg, n, self.num_augmentations)
+        self.transform = simclr_augmentation(cfg.augment, views.shape[-1]) if fresh_from is not None else None
+        self.optimizer = build_optimizer(self.model, OptimConfig(
+            name="sgd", lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum, warmup_epochs=0.0),
+            cfg.batch_size)
+        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
+        self.generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 17)  # batches and view pairs
+        self.view_ids: list[tuple[torch.Tensor, ...]] | None = [] if record_views else None
+
+    @property
+    def name(self) -> str:
+        """``<method>-A<num_augmentations>`` (A0: fresh views): the run's folder name in the timing record."""
+        return f"{self.method}-A{self.num_augmentations}"
+
+    def _evaluate(self) -> dict[str, float]:
+        objective, grad_norm_sq = exact_objective(self.projection, self.views, self.cfg.tau, self.cfg.eval_chunk)
+        return {"objective": objective, "grad_norm_sq": grad_norm_sq}
+
+    def initial_columns(self) -> dict[str, float]:
+        return self._evaluate()
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        if start:  # fit checkpoints at epoch ends only (checkpoint_every=0): the generator resumes there
+            raise ValueError(f"{self.run_id}: cannot resume inside an epoch (batch {start})")
+        self.epoch, self.order = epoch, torch.randperm(len(self.views), generator=self.generator)
+
+    def loss(self, b: int) -> torch.Tensor:
+        index = self.order[b * self.batch_size:(b + 1) * self.batch_size]
+        aug1, aug2 = _view_pairs(self.generator, len(index), self.views.shape[1])
+        if self.view_ids is not None:
+            self.view_ids.append((index.clone(), aug1.clone(), aug2.clone()))
+        if self.transform is not None:
+            step = self.epoch * self.steps_per_epoch + b
+            x = _fresh_pair(self.transform, self.fresh_from[index], self.cfg.seed, step)
+        else:
+            x = torch.cat([self.views[index, aug1], self.views[index, aug2]])
+        _, proj = self.model(x)
+        z1, z2 = F.normalize(proj, dim=1).chunk(2)
+        kwargs = {"aug1": aug1, "aug2": aug2} if self.takes_ids else {}
+        return self.scale * self.loss_fn(z1, z2, index, **kwargs)
+
+    def epoch_columns(self, epoch: int) -> dict[str, float]:
+        done = epoch + 1
+        return self._evaluate() if done % self.eval_every == 0 or done == self.epochs else {}
+
+    def state_dict(self) -> dict:
+        return {"run": repr((self.name, self.eval_every, self.cfg)), "generator": self.generator.get_state(),
+                "rng": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        if state["run"] != repr((self.name, self.eval_every, self.cfg)):
+            raise ValueError(f"{self.run_id}: the checkpoint is of other settings ({state['run']}); delete it")
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["rng"])
+
+
+@dataclass
+class RunResult:
+    """One method's training run: its evaluation curve and the final model."""
+
+    method: str
+    num_augmentations: int
+    curve: pd.DataFrame
+    model: ContrastiveModel
+    view_ids: list[tuple[torch.Tensor, ...]] = field(default_factory=list)  # (index, aug1, aug2) per step (tests)
+
+    @property
+    def name(self) -> str:
+        """The run's folder name in the timing record: ``<method>-A<num_augmentations>`` (A0: fresh views)."""
+        return f"{self.method}-A{self.num_augmentations}"
+
+
+def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
+                 record_views: bool = False, fresh_from: torch.Tensor | None = None, ckpt_dir: Path | None = None,
+                 out_dir: Path | None = None) -> RunResult:
+    """Train ``method`` on the fixed ``views`` (n, A, 3, H, W) with :func:`~isogclr.train.engine.fit`; evaluate F
+    and ||grad F||^2 every ``eval_every`` epochs (default ``cfg.eval_every``; the initial and final models always).
+
+    ``fresh_from``: the n uint8 images; then every step trains on two fresh augmentations of the batch's
+    images instead (infinite augmentation, EMC2 only), and ``views`` serve only to evaluate F.
+    ``ckpt_dir``: where the run's checkpoint ``<name>/checkpoint.pt`` lives while it trains (a run restarted
+    after an interruption resumes from it; removed at the end); None: a temporary folder.
+    ``out_dir``: the study's folder; each epoch's training seconds go to the timing record, run
+    ``<out_dir>/<name>``, rows ``step`` (at the epoch's end) and ``seconds`` (None: not recorded).
+    """
+    if fresh_from is not None and (method != "emc2" or len(fresh_from) != len(views)):
+        raise ValueError(f"fresh views: only for emc2 with one image per row of views, got {method!r}, "
+                         f"{len(fresh_from)} images for {len(views)} view rows")
+    with _threads(cfg.num_threads), tempfile.TemporaryDirectory() as scratch:
+        task = _ConvergenceTask(method, views, cfg, cfg.eval_every if eval_every is None else eval_every,
+                                record_views, fresh_from)
+        ckpt_path = Path(ckpt_dir or scratch) / task.name / "checkpoint.pt"
+        rows = fit(task, total_steps=task.steps_per_epoch * cfg.epochs, warmup_steps=0, final_lr_fraction=1.0,
+                   ckpt_path=ckpt_path, curves_dir=None, timing_by="step",
+                   describe=lambda row: f" F {row['objective']:.5f}" if "objective" in row else "",
+                   timing_run=None if out_dir is None else timing.run_key(Path(out_dir) / task.name))
+        ckpt_path.unlink(missing_ok=True)
+    curve = pd.DataFrame([{"method": method, "num_augmentations": task.num_augmentations, **row}
+                          for row in rows if "objective" in row], columns=CURVE_COLUMNS)
+    return RunResult(method, task.num_augmentations, curve, task.model, task.view_ids or [])
 
 
 def knn1_test_accuracy(model: ContrastiveModel, cfg: ConvergenceConfig) -> float:
@@ -375,12 +319,13 @@ class StudyResult:
     convergence: pd.DataFrame  # CURVE_COLUMNS, one row per (method, evaluation)
     augmentations: pd.DataFrame  # one row per (method, A): final objective, grad norm, 1-NN
     seconds: float  # wall time of the whole study
-    runs: list[RunResult] = field(default_factory=list)  # every trained run (their timings: the timing record)
+    runs: list[RunResult] = field(default_factory=list)  # every trained run
 
 
 def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2, 4, 8),
               augmentation_methods: tuple[str, ...] = ("emc2",), reference_methods: tuple[str, ...] = ("simclr",),
-              knn: bool = True, infinite_augmentation: bool = False) -> StudyResult:
+              knn: bool = True, infinite_augmentation: bool = False, ckpt_dir: Path | None = None,
+              out_dir: Path | None = None) -> StudyResult:
     """The convergence study and the pre-computed augmentation study.
 
     Convergence: ``cfg.methods`` at A = ``cfg.num_augmentations``, F and ||grad F||^2 every
@@ -389,9 +334,10 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
     must be in ``cfg.methods``) at A = ``cfg.num_augmentations`` only; runs shared with the
     convergence study are reused, not retrained. Every row gets the 1-NN test accuracy (``knn``).
     ``infinite_augmentation``: also EMC2 with fresh views every step (a row with ``num_augmentations``
-    = :data:`FRESH_VIEWS`), its F on the A = ``cfg.num_augmentations`` views.
+    = :data:`FRESH_VIEWS`), its F on the A = ``cfg.num_augmentations`` views. ``ckpt_dir``, ``out_dir``:
+    the runs' checkpoints and timing record (:func:`train_method`).
 
-    Deterministic given ``cfg.seed``: the tables hold no wall clock (the runs' ``timings`` do).
+    Deterministic given ``cfg.seed``: the tables hold no wall clock (the timing record does).
     """
     if not augmentation_values or any(not isinstance(v, int) or v < 2 for v in augmentation_values):
         raise ValueError(f"augmentation_values must be integers >= 2, got {augmentation_values}")
@@ -411,10 +357,10 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
                 views_by_a[a] = precompute_views(images, a, cfg.augment, cfg.seed)
             return views_by_a[a]
 
-        base = cfg.num_augmentations
+        base, where = cfg.num_augmentations, {"ckpt_dir": ckpt_dir, "out_dir": out_dir}
         runs: dict[tuple[str, int], RunResult] = {}
         for method in cfg.methods:
-            runs[method, base] = train_method(method, views_for(base), cfg)
+            runs[method, base] = train_method(method, views_for(base), cfg, **where)
         convergence = pd.concat([runs[m, base].curve for m in cfg.methods], ignore_index=True)
         wanted = [(m, a) for m in augmentation_methods for a in augmentation_values]
         wanted += [("emc2", FRESH_VIEWS)] if infinite_augmentation else []
@@ -425,10 +371,10 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
                 pass  # shared with the convergence study
             elif a == FRESH_VIEWS:
                 runs[method, a] = train_method(method, views_for(base), cfg, eval_every=cfg.epochs,
-                                               fresh_from=images)
+                                               fresh_from=images, **where)
             else:
                 runs[method, a] = train_method(method, views_for(a), dataclasses.replace(cfg, num_augmentations=a),
-                                               eval_every=cfg.epochs)
+                                               eval_every=cfg.epochs, **where)
             run = runs[method, a]
             final = run.curve.iloc[-1]
             rows.append({"method": method, "num_augmentations": a, "epochs": cfg.epochs,
@@ -439,26 +385,24 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
     return StudyResult(convergence, augmentations, time.perf_counter() - start, list(runs.values()))
 
 
-def write_study(params: dict, out_dir: Path) -> StudyResult:
+def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> StudyResult:
     """Run the study of ``params`` (section ``emc2_convergence``) and write it to ``out_dir``.
 
-    ``config.json``: the resolved :class:`ConvergenceConfig` (and the augmentation values);
-    ``convergence.csv`` (:data:`CURVE_COLUMNS`) and ``augmentations.csv``: the two tables of the report.
-    Every file is written atomically once the whole study has run. The runs' per-epoch training seconds go
-    to the timing record (:mod:`isogclr.timing`), run ``<out_dir>/<method>-A<A>`` (A0: fresh views), one
-    row per epoch: ``step`` at its end and ``seconds`` of its training steps (evaluations excluded).
+    ``config.json``: the resolved :class:`~isogclr.config.ConvergenceConfig` (and the
+    :class:`~isogclr.config.ConvergenceStudy` keys); ``convergence.csv`` (:data:`CURVE_COLUMNS`) and
+    ``augmentations.csv``: the two tables of the report, written atomically once the whole study has run.
+    Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it finishes,
+    run ``<out_dir>/<method>-A<A>`` (A0: fresh views), one row per epoch: ``step`` at its end and ``seconds``
+    of its training steps (evaluations excluded). ``ckpt_dir``: the runs' checkpoints (:func:`train_method`).
     """
-    cfg = config_from_params(params)
-    section = params.get("emc2_convergence") or {}
-    values = tuple(section.get("augmentation_values", (2, 4, 8)))
-    infinite = bool(section.get("infinite_augmentation", False))
-    study = run_study(cfg, augmentation_values=values, augmentation_methods=("emc2",), reference_methods=("simclr",),
-                      infinite_augmentation=infinite)
+    cfg, spec = convergence_config(params), convergence_study(params)
     out_dir = Path(out_dir)
+    study = run_study(cfg, augmentation_values=spec.augmentation_values, augmentation_methods=("emc2",),
+                      reference_methods=("simclr",), infinite_augmentation=spec.infinite_augmentation,
+                      ckpt_dir=ckpt_dir, out_dir=out_dir)
     save_text(study.convergence.to_csv(index=False), out_dir / "convergence.csv")
     save_text(study.augmentations.to_csv(index=False), out_dir / "augmentations.csv")
     save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
-               "augmentation_values": list(values), "infinite_augmentation": infinite}, out_dir / "config.json")
-    for run in study.runs:
-        timing.record(timing.run_key(out_dir / run.name), run.timings)
+               "augmentation_values": list(spec.augmentation_values),
+               "infinite_augmentation": spec.infinite_augmentation}, out_dir / "config.json")
     return study

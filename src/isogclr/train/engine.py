@@ -1,16 +1,18 @@
 """The one training engine: epochs of steps, the learning-rate schedule, checkpoint and resume, the log.
 
-Every kind of run (unimodal pre-training, image-text pre-training) is a :class:`Task`: it owns its data,
-model, loss and evaluation, and says how one step computes the loss. :func:`fit` does everything that is
-the same for all of them:
+Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2's convergence study) is a
+:class:`Task`: it owns its data, model, loss and evaluation, and says how one step computes the loss.
+:func:`fit` does everything that is the same for all of them:
 
 * the step loop over ``epochs x steps_per_epoch`` steps, the warm-up + cosine factor set on every
-  parameter group (``group["lr"] = group["base_lr"] * factor``) before each step;
+  parameter group (``group["lr"] = group["base_lr"] * factor``) before each step (``warmup_steps=0,
+  final_lr_fraction=1`` make the factor exactly 1: a constant rate);
 * the optimizer step (through a ``torch.amp.GradScaler``, a no-op unless fp16 on CUDA), with the loss
   and the gradient watched by :class:`~isogclr.train.monitor.StepMonitor` (a diverging run stops
   and says why; per-epoch ``max_weight`` and ``grad_norm`` columns);
 * one row per epoch (``epoch, step, samples_seen, loss, lr`` and the task's own columns: no wall clock,
-  so a rerun with the same results writes the same files), written to DVCLive as it goes
+  so a rerun with the same results writes the same files), preceded by an epoch-0 row of the initial model
+  for a task that has ``initial_columns`` (see :class:`Task`), written to DVCLive as it goes
   (:mod:`isogclr.train.curves`) and printed with samples/s and an ETA;
 * the epochs' wall-clock ``seconds`` and ``samples_per_s``, kept in the checkpoint beside the rows and
   written to the timing record ``timing.csv`` (:mod:`isogclr.timing`) when the run finishes;
@@ -39,7 +41,12 @@ from .optim import warmup_cosine
 
 
 class Task(Protocol):
-    """What a kind of run gives the engine (see :mod:`isogclr.train.loop`, :mod:`isogclr.train.bimodal`)."""
+    """What a kind of run gives the engine (see :mod:`isogclr.train.loop`, :mod:`isogclr.train.bimodal`,
+    :mod:`isogclr.train.convergence`).
+
+    Optional: ``initial_columns() -> dict[str, float]``, the columns of an epoch-0 row (``epoch`` and
+    ``step`` 0) evaluated on the initial model before the first step of a run that starts afresh.
+    """
 
     run_id: str
     method: str  # the methods.<name> entry, for messages
@@ -81,7 +88,8 @@ def _log(message: str) -> None:
 def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
         curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
         barrier: Callable[[], None] = lambda: None, is_main: bool = True,
-        on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None) -> list[dict]:
+        on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None,
+        timing_by: str = "epoch") -> list[dict]:
     """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
 
     ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
@@ -89,8 +97,11 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     distributed run wait for rank 0's write); ``on_epoch_end``: called with the epoch number after its
     checkpoint (a hook for the tests that interrupt a run); ``timing_run``: the run's key in the timing
     record (its output folder, :func:`isogclr.timing.run_key`), where the main process writes every epoch's
-    seconds and samples/s when the run finishes (None: not recorded).
+    seconds and samples/s when the run finishes (None: not recorded); ``timing_by="step"`` records each epoch
+    as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form).
     """
+    if timing_by not in ("epoch", "step"):
+        raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
     ckpt_path = Path(ckpt_path)
     model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
     monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
@@ -121,8 +132,10 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
                         "task": task.state_dict()}, ckpt_path)
         barrier()
 
-    live = open_curves(curves_dir, rows) if curves_dir is not None else None
     model.train()
+    if step == 0 and hasattr(task, "initial_columns"):  # the initial model's row (a fresh start only)
+        rows.append({"epoch": 0, "step": 0, "samples_seen": 0, **task.initial_columns()})
+    live = open_curves(curves_dir, rows) if curves_dir is not None else None
     interactive = sys.stderr.isatty() and is_main
     # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
     # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
@@ -169,5 +182,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         checkpoint()
         on_epoch_end(epoch + 1)
     if is_main and timing_run is not None:
+        if timing_by == "step":
+            timings = [{"step": t["epoch"] * steps_per_epoch, "seconds": t["seconds"]} for t in timings]
         timing.record(timing_run, timings)
     return rows
