@@ -57,13 +57,16 @@ from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, combine, compare, effect, not_testable, per_seed, write_verdicts
 from isogclr.analysis.verdicts import correlation as correlation_verdict
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
-from isogclr.config import bimodal_run_id, bimodal_runs, bimodal_study_spec, load_params, tuning_spec
+from isogclr.config import (bimodal_paper_rows, bimodal_run_id, bimodal_runs, bimodal_settings, bimodal_study_spec,
+                            load_params, method_settings, profile_name, tuning_spec)
 from isogclr.data.manifest import ensure_tracked
 
 params = load_params(params_path)
-spec = params["bimodal"]
+spec = bimodal_settings(params)  # the typed bimodal section (epochs, batch size, data folder)
+profile = profile_name(params)
 plan = bimodal_runs(params)  # method -> its seeds (the central methods at bimodal.seeds, the side ones at one)
-methods, seeds, paper_rows = list(plan), list(spec["seeds"]), spec.get("paper_rows") or {}
+methods, paper_rows = list(plan), bimodal_paper_rows(params)
+seeds = list(plan[methods[0]])  # the central comparison's seeds (bimodal.methods come first)
 side = [m for m in methods if list(plan[m]) != seeds]
 
 
@@ -75,7 +78,7 @@ def each_method(load, names: list[str]) -> pd.DataFrame:
 runs = each_method(collect_bimodal_runs, methods)
 paper = paper_numbers("isogclr_table2")
 tables = Path(reports_dir) / "tables"
-setting = (f"profile `{params.get('profile', '?')}`: {spec['epochs']} epochs, batch {spec['batch_size']}, "
+setting = (f"profile `{profile}`: {spec.epochs} epochs, batch {spec.batch_size}, "
            f"mean ± std over seeds {seeds}" + (f" ({', '.join(side)}: seed {list(plan[side[0]])})" if side else "")
            + "; paper: CC3M, 30 epochs, batch 512, 3 seeds")
 
@@ -92,7 +95,7 @@ setting = (f"profile `{params.get('profile', '?')}`: {spec['epochs']} epochs, ba
 if tuning_spec(params, "bimodal_tuning") is not None:
     selection = selection_table(params, tuning_dir, "bimodal_tuning")
     chosen = selection_settings(params, tuning_dir, "bimodal_tuning")
-    caption_selection = (f"Image-text selection, profile `{params.get('profile', '?')}`: "
+    caption_selection = (f"Image-text selection, profile `{profile}`: "
                          f"{sorted(set(selection['candidates']))} candidates per method, each trained "
                          f"{chosen['epochs']} epochs with {chosen['validation_fraction']:.0%} of the training images "
                          f"held out, seeds {chosen['seeds']}; validation R@1 = mean of IR@1 and TR@1 (%), mean over "
@@ -100,7 +103,7 @@ if tuning_spec(params, "bimodal_tuning") is not None:
 else:
     selection = pd.DataFrame({"note": ["no bimodal_tuning section in params.yaml: every method runs with its own "
                                        "params.yaml knobs"]})
-    caption_selection = f"Image-text selection, profile `{params.get('profile', '?')}`: none."
+    caption_selection = f"Image-text selection, profile `{profile}`: none."
 write_table(selection, tables / "tuning_selection_bimodal", caption_selection)
 print(caption_selection)
 selection
@@ -150,14 +153,14 @@ check_differs_only([(Path(runs_dir) / bimodal_run_id(m, s),
                      study_run_path(studies_dir, "bimodal_epochs", m, v, s, command="train-bimodal"))
                     for m in budget.methods for v in budget.values for s in budget.seeds], key="train.epochs")
 longer = collect_bimodal_study(params, "bimodal_epochs", studies_dir).rename(columns={"knob": "epochs"})
-base = runs[runs.method.isin(budget.methods) & runs.seed.isin(budget.seeds)].assign(epochs=spec["epochs"])
+base = runs[runs.method.isin(budget.methods) & runs.seed.isin(budget.seeds)].assign(epochs=spec.epochs)
 budgets = pd.concat([longer, base])
 budgets["epochs"] = budgets["epochs"].astype(int)
 cells = [("synth10", "top1"), ("retrieval_a", "ir_r1")]
 table4 = budget_table(budgets, cells, paper_numbers("sogclr_table4"), {"sogclr_bimodal": "sogclr"})
-caption4 = (f"SogCLR Table 4, profile `{params.get('profile', '?')}`: zero-shot top-1 on synth10 (~CIFAR10) and IR@1 "
+caption4 = (f"SogCLR Table 4, profile `{profile}`: zero-shot top-1 on synth10 (~CIFAR10) and IR@1 "
             f"on retrieval_a (~MSCOCO), %, after {sorted(int(e) for e in budgets.epochs.unique())} epochs at batch "
-            f"{spec['batch_size']} (the {spec['epochs']}-epoch runs are the bimodal runs above), mean ± std over seeds "
+            f"{spec.batch_size} (the {spec.epochs}-epoch runs are the bimodal runs above), mean ± std over seeds "
             f"{list(budget.seeds)}; paper: ImageNet-S zero-shot top-1, single runs.")
 write_table(table4, tables / "sogclr_table4_epochs", caption4)
 print(caption4)
@@ -237,8 +240,8 @@ k = 6
 iso = taus[(taus.method == "isogclr_bimodal") & (taus.seed == seeds[0])] if "isogclr_bimodal" in tau_methods \
     else taus[taus.seed == seeds[0]]
 largest, smallest = tau_extremes(iso, k)
-ensure_tracked(Path(spec["data"]))  # a generated folder is rebuilt from its manifest if missing (fresh clone)
-image_root = Path(spec["data"]) / "train"
+ensure_tracked(Path(spec.data))  # a generated folder is rebuilt from its manifest if missing (fresh clone)
+image_root = Path(spec.data) / "train"
 fig, axes = plt.subplots(2, k, figsize=(2.2 * k, 5.6))  # constrained layout leaves room for the captions
 for row, (title, picked) in enumerate((("largest", largest), ("smallest", smallest))):
     for ax, (_, r) in zip(axes[row], picked.iterrows(), strict=True):
@@ -319,11 +322,11 @@ if has({"clip_large_tau", "clip"}):
     claims.append(effect("Figure 7 (right): CLIP with a fixed large tau fails to converge",
                          {s: 0.5 * tuned[s] - large[s] for s in set(large) & set(tuned)},
                          what="half of CLIP's retrieval_a IR@1 minus clip_large_tau's",
-                         detail=f"clip_large_tau (tau {params['methods']['clip_large_tau'].get('tau')}) vs clip, "
+                         detail=f"clip_large_tau (tau {method_settings(params, 'clip_large_tau').get('tau')}) vs clip, "
                                 "fails = below half of CLIP's"))
 if "clip_individual_tau" in methods:
     drift = logs[logs.method == "clip_individual_tau"]
-    tau_init = params["methods"]["clip_individual_tau"].get("tau_init", 0.01)
+    tau_init = method_settings(params, "clip_individual_tau").get("tau_init", 0.01)
     last = drift[drift.epoch == drift.epoch.max()]
     rises = all(g.sort_values("epoch")[c].is_monotonic_increasing for _, g in drift.groupby("seed")
                 for c in ("tau_image_mean", "tau_text_mean"))

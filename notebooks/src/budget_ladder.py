@@ -53,7 +53,7 @@ from isogclr.analysis.ladder import (
 )
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, study_spec
+from isogclr.config import load_params, profile_name, study_spec, tuning_spec
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")
@@ -82,7 +82,7 @@ if tables:  # the ladder's name only where two ladders share a dataset
     table = table.set_index("dataset")
 borrowed = "; ".join(f"the {ladder['table1'][1]}-epoch point of studies.{study} is {ladder['table1'][0]}'s runs"
                      for study, ladder in ladders.items() if ladder["table1"])
-caption = (f"Budget ladders, profile `{params.get('profile', '?')}`: linear-probe top-1 (%) per method, the paired "
+caption = (f"Budget ladders, profile `{profile_name(params)}`: linear-probe top-1 (%) per method, the paired "
            f"gaps iSogCLR − SimCLR and iSogCLR − SogCLR (points) and Spearman(learned tau, class frequency) of "
            f"iSogCLR over samples, each as mean [95% Student-t interval over seeds]; "
            + ("; ".join(f"{ladder['spec'].dataset}: studies.{study}, seeds {list(ladder['spec'].seeds)}"
@@ -200,21 +200,21 @@ display(Markdown("\n".join(lines) if lines else "No budget ladder in this profil
 # %%
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
 
-if params.get("tuning"):
+if tuning_spec(params) is not None:
     selection = selection_table(params, tuning_dir)
     settings = selection_settings(params, tuning_dir)
     budgets = sorted(set(selection["candidates"]))
     same = (f"every method tried {budgets[0]} candidates" if len(budgets) == 1 else
             "the methods tried different numbers of candidates: "
             + ", ".join(f"{m} {n}" for m, n in selection["candidates"].items()))
-    caption_selection = (f"Hyper-parameter selection, profile `{params.get('profile', '?')}`: {same}, each trained "
+    caption_selection = (f"Hyper-parameter selection, profile `{profile_name(params)}`: {same}, each trained "
                          f"{settings['epochs']} epochs on {settings['dataset']} with "
                          f"{settings['validation_fraction']:.0%} of its training set held out for validation, seeds "
                          f"{settings['seeds']}; validation top-1 (%), mean over seeds; the test split is not read.")
 else:
     selection = pd.DataFrame({"note": ["no tuning section in params.yaml: every method runs with its own "
                                        "params.yaml knobs"]})
-    caption_selection = f"Hyper-parameter selection, profile `{params.get('profile', '?')}`: none."
+    caption_selection = f"Hyper-parameter selection, profile `{profile_name(params)}`: none."
 write_table(selection, Path(reports_dir) / "tables" / "tuning_selection", caption_selection)
 print(caption_selection)
 selection
@@ -223,7 +223,7 @@ selection
 # ### The selected hyper-parameters
 
 # %%
-if params.get("tuning"):
+if tuning_spec(params) is not None:
     replaced = {m: "as in params.yaml" if r == MISSING else f"params.yaml had {r}"
                 for m, r in selection["replaces in params.yaml"].items()}
     display(Markdown("\n".join(f"- **{m}**: {r['selected']} (validation top-1 {r['val top-1 selected']:.2f}%; "

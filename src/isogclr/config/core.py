@@ -1,0 +1,344 @@
+"""The shared sections (model, augment, train, probe, methods, data), one unimodal run's config, and the
+helpers every part of the configuration uses (:class:`ConfigError`, :func:`load_params`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..data import DATASETS
+from ..data.augment import AugmentConfig
+from ..data.fashion_mnist import FashionMnistMiniSpec
+from ..data.streaming import STREAMS, StreamConfig
+from ..data.synthetic import SyntheticSpec
+from ..data.synthetic_pairs import PairSpec
+from ..eval.linear_probe import ProbeConfig
+from ..losses import LOSSES, build_loss
+from ..models import EncoderConfig, HeadConfig
+
+TABLE_SECTIONS = ("table1", "table1_real", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """``train.optimizer`` in params.yaml. ``lr`` is the base rate; see ``lr_scaling``.
+
+    The warm-up is counted either in epochs (``warmup_epochs``, the papers' unit, may be
+    fractional) or in optimizer steps (``warmup_iters``, as the bimodal trainer counts it);
+    at most one of the two may be non-zero, so a params.yaml never says two different things.
+    """
+
+    name: str = "lars"
+    lr: float = 0.8
+    weight_decay: float = 1e-4
+    momentum: float = 0.9
+    lr_scaling: str = "none"  # "none", "linear" (lr * B / 256) or "sqrt" (lr * sqrt(B), SogCLR)
+    warmup_epochs: float = 10.0
+    warmup_iters: int = 0  # warm-up length in steps; needs warmup_epochs: 0
+    final_lr_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in ("lars", "sgd", "adamw"):
+            raise ValueError(f"train.optimizer.name must be lars, sgd or adamw, got {self.name!r}")
+        if self.lr_scaling not in ("none", "linear", "sqrt"):
+            raise ValueError(f"train.optimizer.lr_scaling must be none, linear or sqrt, got {self.lr_scaling!r}")
+        if self.lr <= 0 or self.weight_decay < 0 or self.warmup_epochs < 0:
+            raise ValueError(f"train.optimizer: need lr > 0, weight_decay >= 0, warmup_epochs >= 0, got {self}")
+        if isinstance(self.warmup_iters, bool) or not isinstance(self.warmup_iters, int) or self.warmup_iters < 0:
+            raise ValueError(f"train.optimizer.warmup_iters must be an integer >= 0, got {self.warmup_iters!r}")
+        if self.warmup_epochs and self.warmup_iters:
+            raise ValueError(f"train.optimizer.warmup_epochs ({self.warmup_epochs}) and train.optimizer.warmup_iters "
+                             f"({self.warmup_iters}) are both non-zero; set one of them to 0")
+
+    def warmup_steps(self, steps_per_epoch: int) -> int:
+        """The warm-up length in optimizer steps: ``warmup_iters``, or ``warmup_epochs`` epochs rounded to steps."""
+        return self.warmup_iters or round(self.warmup_epochs * steps_per_epoch)
+
+    def scaled_lr(self, batch_size: int) -> float:
+        return {"none": self.lr, "linear": self.lr * batch_size / 256, "sqrt": self.lr * math.sqrt(batch_size)}[
+            self.lr_scaling]
+
+
+
+class ConfigError(ValueError):
+    """An invalid value in params.yaml; the message starts with the key."""
+
+
+def _typed(cls: type, values: Any, key: str):
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {values!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{key}.{unknown[0]}: unknown key (allowed: {sorted(names)})")
+    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    try:
+        return cls(**converted)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{key}: {err}") from err
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """``train`` in params.yaml (the optimizer is ``train.optimizer``)."""
+
+    epochs: int = 400
+    epochs_by_dataset: dict[str, int] | None = None  # per-dataset override of ``epochs``
+    batch_size: int = 128
+    checkpoint_every: int = 0  # steps between checkpoints; 0 = at the end of every epoch only
+    device: str = "auto"
+    num_threads: int = 0  # torch CPU threads; 0 = torch's default
+    precision: str = "fp32"  # "bf16" / "fp16": autocast on GPU (ignored on CPU, where it would only slow down)
+    channels_last: bool = False
+    compile: bool = False  # torch.compile the model
+    sync_bn: bool = False  # SyncBatchNorm across processes (DDP)
+    eval_every: int = 0  # epochs between 1-NN evaluations logged in train_log.csv (accuracy vs samples seen); 0 = off
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 2:
+            raise ValueError(f"need epochs >= 1 and batch_size >= 2, got {self.epochs}, {self.batch_size}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        for name, epochs in (self.epochs_by_dataset or {}).items():
+            if not isinstance(epochs, int) or epochs < 1:
+                raise ValueError(f"epochs_by_dataset.{name} must be an integer >= 1, got {epochs!r}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"precision must be fp32, bf16 or fp16, got {self.precision!r}")
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    name: str
+    loss: str
+    kwargs: dict[str, Any]
+
+    def build(self, num_samples: int):
+        # `convention` (preset) and `conventions` (a mapping of single switches) go to the loss as they are:
+        # the moving-average losses validate both and name the bad switch or value
+        return build_loss(self.loss, num_samples, **dict(self.kwargs))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one training run needs; written to ``runs/<run_id>/config.json``."""
+
+    run_id: str
+    method: MethodConfig
+    dataset: str
+    seed: int
+    data_root: str
+    encoder: EncoderConfig
+    head: HeadConfig
+    augment: AugmentConfig
+    optimizer: OptimConfig
+    train: TrainConfig
+    probe: ProbeConfig
+    stream: StreamConfig | None = None  # train.stream, for a dataset with a streaming loader; None: in memory
+    # > 0: a tuning run: trains on the training split minus a stratified validation part of this size and is
+    # evaluated on that part (isogclr.data.splits); the test split is not read. 0: train, then test.
+    validation_fraction: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
+            del out["stream"]
+        if not out["validation_fraction"]:
+            del out["validation_fraction"]
+        return out
+
+
+def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
+    """params.yaml (or a profile) as a dict; a missing file or malformed YAML is a one-line ConfigError
+    naming the file, line and column."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: file not found")
+    try:
+        with path.open() as f:
+            params = yaml.safe_load(f)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context = getattr(err, "context", None)
+        raise ConfigError(f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")) from None
+    if not isinstance(params, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return params
+
+
+def missing_datasets(params: dict[str, Any]) -> list[str]:
+    """The datasets the profile reads that are neither on disk nor generated by the pipeline.
+
+    One line each: the key that asks for the dataset, the path that is missing and how to get it.
+    The generated datasets (``synth*``, the Fashion-MNIST subset once its source is installed, the
+    default image-text pairs) are written by the pipeline's data stages and are not checked.
+    """
+    root = Path((params.get("data") or {}).get("root", "data"))
+    used: dict[str, str] = {}  # dataset -> the first key that asks for it
+    for section in (*TABLE_SECTIONS, "temperatures"):
+        for name in (params.get(section) or {}).get("datasets") or []:
+            used.setdefault(name, f"{section}.datasets")
+    for study, spec in (params.get("studies") or {}).items():
+        if isinstance(spec, dict) and spec.get("dataset"):
+            used.setdefault(spec["dataset"], f"studies.{study}.dataset")
+    by_problem: dict[str, list[str]] = {}  # e.g. cifar10 and cifar10_lt both need data/cifar-10-batches-py
+    for name, key in used.items():
+        problem = _dataset_missing(name, root)
+        if problem is not None:
+            by_problem.setdefault(problem, []).append(f"{key} {name}")
+    missing = [f"{', '.join(users)}: {problem}" for problem, users in by_problem.items()]
+    bimodal = params.get("bimodal")
+    if isinstance(bimodal, dict) and bimodal.get("methods"):
+        pairs = Path(bimodal.get("data", "data/synthetic_pairs"))
+        if pairs != root / "synthetic_pairs" and not pairs.is_dir() and not pairs.with_suffix(".json").is_file():
+            missing.append(f"bimodal.data: {pairs} not found: arrange the image-text pairs as the generated folder is "
+                           "(train/captions.tsv, retrieval_*/dataset.json, zeroshot/), e.g. CC3M for the paper profile")
+    return missing
+
+
+def _dataset_missing(name: str, root: Path) -> str | None:
+    """What is missing for dataset ``name`` under ``root`` and how to get it; None when present or generated."""
+    from ..data import cifar, fashion_mnist, folder, inaturalist, stl10
+    from ..data.manifest import manifest_path, up_to_date
+
+    if name.startswith("cifar"):
+        classes = 100 if name.startswith("cifar100") else 10
+        path = root / cifar.FOLDERS[classes]
+        return None if path.is_dir() else f"{path} not found: {cifar._obtain_hint(root, classes)}"
+    if name.startswith("fashion_mnist"):
+        mini = root / fashion_mnist.MINI_FOLDER
+        if name.startswith("fashion_mnist_mini") and (up_to_date(mini) or (mini.is_dir() and
+                                                                              not manifest_path(mini).is_file())):
+            return None  # the subset on disk (stale or missing with a manifest: rebuilt from the source below)
+        searched = [fashion_mnist.raw_folder(root), root / "fashion_mnist", fashion_mnist.SYSTEM_DIR]
+        if any(all((d / f).is_file() or (d / f"{f}.gz").is_file() for f in fashion_mnist.FILES) for d in searched):
+            return None
+        return (f"Fashion-MNIST not found in {', '.join(map(str, searched))}: install it with "
+                f"`{fashion_mnist.INSTALL_HINT}`")
+    if name == "imagenet100":
+        if (root / "imagenet100").is_dir() or (root / "imagenet").is_dir():
+            return None
+        return f"{root / 'imagenet100'} (or {root / 'imagenet'}) not found: {folder.IMAGENET_HINT}"
+    if name == "inaturalist":
+        base = root / inaturalist.INATURALIST_FOLDER
+        return None if base.is_dir() else f"{base} not found: {inaturalist._hint(base)}"
+    if name.startswith("stl10"):
+        path = root / stl10.STL10_FOLDER
+        return None if path.is_dir() else f"{path} not found: {stl10._obtain_hint(root)}"
+    return None  # generated by the pipeline (synth*), or a dataset registered elsewhere: its loader says
+
+
+def _method(params: dict[str, Any], name: str) -> MethodConfig:
+    methods = params.get("methods") or {}
+    if name not in methods:
+        raise ConfigError(f"methods.{name}: not defined (defined: {sorted(methods)})")
+    spec = dict(methods[name] or {})
+    loss = spec.pop("loss", None)
+    if loss not in LOSSES:
+        raise ConfigError(f"methods.{name}.loss: unknown loss {loss!r} (registered: {sorted(LOSSES)})")
+    method = MethodConfig(name=name, loss=loss, kwargs=spec)
+    try:
+        method.build(num_samples=2)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"methods.{name}: {err}") from err
+    return method
+
+
+def synthetic_spec(params: dict[str, Any]) -> SyntheticSpec:
+    raw = dict((params.get("data") or {}).get("synthetic") or {})
+    if "per_class" in raw:
+        raw["per_class"] = {int(k): tuple(v) for k, v in raw["per_class"].items()}
+    return _typed(SyntheticSpec, raw, "data.synthetic")
+
+
+def fashion_mnist_mini_spec(params: dict[str, Any]) -> FashionMnistMiniSpec:
+    raw = dict((params.get("data") or {}).get("fashion_mnist_mini") or {})
+    if "per_class" in raw:
+        raw["per_class"] = tuple(raw["per_class"])
+    return _typed(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
+
+
+def pair_spec(params: dict[str, Any]) -> PairSpec:
+    return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")
+
+
+def run_id(method: str, dataset: str, seed: int) -> str:
+    return f"{method}-{dataset}-s{seed}"
+
+
+def _shared_sections(params: dict[str, Any]) -> dict[str, Any]:
+    """The typed sections every run shares (model, augment, train, probe)."""
+    model = params.get("model") or {}
+    train = dict(params.get("train") or {})
+    optimizer = train.pop("optimizer", {})
+    train.pop("by_dataset", None)  # applied by run_config (_by_dataset)
+    stream = train.pop("stream", None)
+    return {
+        "data_root": str((params.get("data") or {}).get("root", "data")),
+        "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
+        "head": _typed(HeadConfig, model.get("head"), "model.head"),
+        "augment": _typed(AugmentConfig, params.get("augment"), "augment"),
+        "optimizer": _typed(OptimConfig, optimizer, "train.optimizer"),
+        "train": _typed(TrainConfig, train, "train"),
+        "probe": _typed(ProbeConfig, params.get("probe"), "probe"),
+        "stream": None if stream is None else _typed(StreamConfig, stream, "train.stream"),
+    }
+
+
+def _by_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """``params`` with ``train.by_dataset.<dataset>`` applied: dotted keys of params.yaml set for every run on
+    ``dataset`` (the ImageNet-scale tables' encoder, batch, learning rate, resolution)."""
+    table = (params.get("train") or {}).get("by_dataset") or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"train.by_dataset: expected a mapping dataset -> {{dotted key: value}}, got {table!r}")
+    for name, settings in table.items():
+        if name not in DATASETS:
+            raise ConfigError(f"train.by_dataset.{name}: unknown dataset (registered: {sorted(DATASETS)})")
+        if not isinstance(settings, dict):
+            raise ConfigError(f"train.by_dataset.{name}: expected a mapping of dotted keys, got {settings!r}")
+    if not table.get(dataset):
+        return params
+    params = copy.deepcopy(params)
+    for key, value in table[dataset].items():
+        if key.startswith("train.by_dataset"):
+            raise ConfigError(f"train.by_dataset.{dataset}.{key}: cannot set train.by_dataset itself")
+        _set_dotted(params, key, value, f"train.by_dataset.{dataset}")
+    return params
+
+
+def _set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> None:
+    node = params
+    *parents, leaf = key.split(".")
+    for i, part in enumerate(parents):
+        if not isinstance(node.get(part), dict):
+            raise ConfigError(f"{where}: {'.'.join(parents[:i + 1])} is not a section of params.yaml (key {key!r})")
+        node = node[part]
+    node[leaf] = value
+
+
+
+def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> RunConfig:
+    """The resolved config of run (method, dataset, seed), validated."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
+    params = _by_dataset(params, dataset)
+    sections = _shared_sections(params)
+    if sections["stream"] is not None and dataset not in STREAMS:
+        sections["stream"] = None  # the small sets stay in memory
+    train = sections["train"]
+    epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
+    sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
+    return RunConfig(run_id=run_id(method, dataset, seed), method=_method(params, method), dataset=dataset,
+                     seed=int(seed), **sections)

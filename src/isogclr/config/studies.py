@@ -1,0 +1,119 @@
+"""One-knob studies (``studies``, ``bimodal_studies``): their specs and each run's config; the epochs a run
+resolves.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..data import DATASETS
+from .core import ConfigError, RunConfig, _set_dotted, _typed, run_config
+
+
+@dataclass(frozen=True)
+class OneKnob:
+    """What every one-knob ablation has: methods x values x seeds, the ``knob`` and fixed ``overrides``.
+
+    ``knob`` is a dotted key of params.yaml in which ``{method}`` stands for each method's name
+    (``methods.{method}.rho``, ``train.batch_size``, ``bimodal.epochs``). ``overrides`` are dotted
+    keys set for every run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or
+    override) replaces ``train.epochs_by_dataset``. Runs are written to
+    ``studies/<name>/<method>-<value>-s<seed>``, one namespace for ``studies`` and ``bimodal_studies``.
+    ``report`` names the report notebook that reads the study: the generated pipeline
+    (:mod:`isogclr.pipeline`) makes that report depend on the study's runs and parameters.
+    """
+
+    methods: tuple[str, ...]
+    knob: str
+    values: tuple
+    seeds: tuple[int, ...] = (0,)
+    overrides: dict[str, Any] | None = None
+    report: str = ""
+    tuned: bool = False  # the runs use each method's selection on the validation split (tuning/<method>)
+
+    def __post_init__(self) -> None:
+        if not self.methods or not self.values or not self.seeds:
+            raise ValueError("methods, values and seeds must be non-empty lists")
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise ValueError(f"seeds are non-negative integers, got {list(self.seeds)}")
+
+
+@dataclass(frozen=True)
+class StudySpec(OneKnob):
+    """``studies.<name>`` in params.yaml: a one-knob ablation of the unimodal runs on one ``dataset``."""
+
+    dataset: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dataset not in DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+
+
+@dataclass(frozen=True)
+class BimodalStudySpec(OneKnob):
+    """``bimodal_studies.<name>`` in params.yaml: a one-knob ablation of the image-text runs
+    (``bimodal`` section; e.g. ``knob: bimodal.epochs`` for SogCLR Table 4's second budget)."""
+
+
+def study_spec(params: dict[str, Any], name: str) -> StudySpec:
+    studies = params.get("studies") or {}
+    if name not in studies:
+        raise ConfigError(f"studies.{name}: not defined (defined: {sorted(studies)})")
+    return _typed(StudySpec, studies[name], f"studies.{name}")
+
+
+def study_run_dir(study: str, method: str, value: Any, seed: int) -> str:
+    """The run directory of one study run, relative to the project root (as in dvc.yaml)."""
+    return f"studies/{study}/{method}-{value}-s{seed}"
+
+
+
+def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str, value: Any) -> dict[str, Any]:
+    """A copy of ``params`` with the study's overrides and its knob set to ``value`` for ``method``."""
+    if method not in spec.methods:
+        raise ConfigError(f"{where}.methods: {method!r} is not one of {list(spec.methods)}")
+    if value not in spec.values:
+        raise ConfigError(f"{where}.values: {value!r} is not one of {list(spec.values)}")
+    params = copy.deepcopy(params)
+    settings = {key: (setting, f"{where}.overrides.{key}") for key, setting in (spec.overrides or {}).items()}
+    settings[spec.knob.replace("{method}", method)] = (value, f"{where}.knob")
+    for key, (setting, origin) in settings.items():
+        _set_dotted(params, key, setting, origin)
+        if key == "train.epochs":
+            params["train"].pop("epochs_by_dataset", None)
+        for settings in ((params.get("train") or {}).get("by_dataset") or {}).values():
+            (settings or {}).pop(key, None)  # the study's setting wins over a dataset's
+    return params
+
+
+def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
+    """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
+    spec = study_spec(params, study)
+    where = f"studies.{study}"
+    params = _study_params(params, spec, where, method, value)
+    try:
+        cfg = run_config(params, method, spec.dataset, seed)
+    except ConfigError as err:
+        raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
+
+
+
+def pretraining_epochs(params: dict[str, Any], *, dataset: str | None = None, study: str | None = None) -> int:
+    """The pre-training epochs of the grid runs on ``dataset``, or of the runs of ``study``, as the runs
+    themselves resolve them (``train.epochs``, ``train.epochs_by_dataset``, a study's knob or overrides).
+
+    The reports ask this instead of re-deriving the rule.
+    """
+    if (dataset is None) == (study is None):
+        raise ValueError("give exactly one of dataset= or study=")
+    if study is not None:
+        spec = study_spec(params, study)
+        cfg = study_run_config(params, study, spec.methods[0], spec.values[0], spec.seeds[0])
+        return cfg.train.epochs
+    method = next(iter(params.get("methods") or {}))
+    return run_config(params, method, dataset, 0).train.epochs

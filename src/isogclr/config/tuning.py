@@ -1,0 +1,161 @@
+"""The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces, candidate runs, and
+the selection the tuned runs read.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data import DATASETS
+from .bimodal import BimodalRunConfig, _bimodal_method, bimodal_run_config
+from .core import TABLE_SECTIONS, ConfigError, RunConfig, _method, _typed, run_config
+
+TUNING_DIR = "tuning"
+# the selection sections of params.yaml: the unimodal comparison's (scored by linear-probe top-1 on a
+# stratified validation part of tuning.dataset) and the image-text comparison's (scored by the mean of IR@1
+# and TR@1 on validation pairs whose images are held out of bimodal.data's training pairs); the column of
+# candidates.csv and the key of selected.json that hold the score
+TUNING_SECTIONS = {"tuning": "val_top1", "bimodal_tuning": "val_r1"}
+
+
+@dataclass(frozen=True)
+class TuningSpec:
+    """``tuning`` (or ``bimodal_tuning``) in params.yaml: every tuned method of the section gets the same number
+    of candidates (``candidates``), each trained for ``epochs`` with ``validation_fraction`` of the training
+    set held out (``tuning``: a stratified part of ``dataset``'s training split, scored by linear-probe top-1;
+    ``bimodal_tuning``: the captions of a cluster-stratified part of the training images of ``bimodal.data``,
+    scored by the mean of image and text retrieval R@1 among them), averaged over ``seeds``.
+
+    ``methods`` maps a method (a key of ``methods``) to its search space over its own knobs: either a
+    grid (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded
+    sample of ``candidates`` of them) or an explicit list of candidates (``[{rho: 0.3, eta: 0.01}, ...]``).
+    The selection is written to ``tuning/<method>/selected.json``; runs whose section or study says
+    ``tuned: true`` use it (the test split is read once, by those runs).
+    """
+
+    epochs: int
+    validation_fraction: float
+    candidates: int
+    methods: dict[str, Any]
+    seeds: tuple[int, ...] = (0,)
+    dataset: str | None = None  # tuning: required; bimodal_tuning: none (the pairs are bimodal.data)
+
+    def __post_init__(self) -> None:
+        if self.dataset is not None and self.dataset not in DATASETS:
+            raise ValueError(f"dataset: unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction}")
+        if self.epochs < 1 or self.candidates < 1 or not self.seeds or not self.methods:
+            raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
+
+
+def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec | None:
+    raw = params.get(section)
+    if raw is None:
+        return None
+    spec = _typed(TuningSpec, raw, section)
+    if (section == "tuning") != (spec.dataset is not None):
+        raise ConfigError(f"{section}.dataset: " + ("required (the unimodal set the candidates train on)"
+                                                    if section == "tuning" else
+                                                    "not allowed (the candidates train on bimodal.data's pairs)"))
+    return spec
+
+
+def tuning_section(params: dict[str, Any], method: str) -> str:
+    """The selection section (``tuning`` or ``bimodal_tuning``) whose ``methods`` has ``method``."""
+    for section in TUNING_SECTIONS:
+        if method in ((params.get(section) or {}).get("methods") or {}):
+            return section
+    tuned = [m for s in TUNING_SECTIONS for m in ((params.get(s) or {}).get("methods") or {})]
+    raise ConfigError(f"tuning.methods.{method}: not defined (tuned methods: {sorted(tuned)})")
+
+
+def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
+    section = tuning_section(params, method)
+    spec = tuning_spec(params, section)
+    where = f"{section}.methods.{method}"
+    space = spec.methods[method]
+    if isinstance(space, dict) and space and all(isinstance(v, list) and v for v in space.values()):
+        grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
+        found = grid if len(grid) <= spec.candidates else random.Random(0).sample(grid, spec.candidates)
+    elif isinstance(space, list) and space and all(isinstance(c, dict) and c for c in space):
+        found = [dict(c) for c in space]
+    else:
+        raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
+    if len(found) != spec.candidates:
+        raise ConfigError(f"{where}: {len(found)} candidates, but every method gets {section}.candidates = "
+                          f"{spec.candidates} (the same budget for every method)")
+    for i, candidate in enumerate(found):
+        try:
+            (_bimodal_method if section == "bimodal_tuning" else _method)(_with_knobs(params, method, candidate),
+                                                                          method)
+        except ConfigError as err:
+            raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
+    return found
+
+
+def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> dict[str, Any]:
+    params = copy.deepcopy(params)
+    params["methods"][method] = {**(params["methods"].get(method) or {}), **knobs}
+    return params
+
+
+def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
+                      seed: int) -> RunConfig | BimodalRunConfig:
+    """The run of candidate ``candidate`` of ``method`` at ``seed``: the section's ``epochs`` on the training
+    data minus the validation part, evaluated on that part (``tuning/<method>/runs/c<candidate>-s<seed>``)."""
+    section = tuning_section(params, method)
+    spec = tuning_spec(params, section)
+    tuned = _with_knobs(params, method, tuning_candidates(params, method)[candidate])
+    if section == "bimodal_tuning":
+        tuned["bimodal"] = {**tuned["bimodal"], "epochs": spec.epochs}
+        cfg = bimodal_run_config(tuned, method, seed)
+    else:
+        tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
+        tuned["train"].pop("epochs_by_dataset", None)
+        cfg = run_config(tuned, method, spec.dataset, seed)
+    return dataclasses.replace(cfg, run_id=f"{method}/runs/c{candidate}-s{seed}",
+                               validation_fraction=spec.validation_fraction)
+
+
+def selection_path(method: str, tuning_dir: Path | str = TUNING_DIR) -> Path:
+    return Path(tuning_dir) / method / "selected.json"
+
+
+def with_selection(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
+    """``params`` with ``methods.<method>`` updated by the knobs selected on the validation split."""
+    path = selection_path(method, tuning_dir)
+    if not path.is_file():
+        raise ConfigError(f"{path}: not found; the tuning stage writes it "
+                          f"(dvc repro pipelines/tune/dvc.yaml:tune@{method})")
+    return _with_knobs(params, method, json.loads(path.read_text())["knobs"])
+
+
+def validate_tuning(params: dict[str, Any]) -> None:
+    """The selection sections, and that every section or study that says ``tuned: true`` runs tuned methods
+    only (the image-text ones with methods of ``bimodal_tuning``, the others with methods of ``tuning``)."""
+    specs = {section: tuning_spec(params, section) for section in TUNING_SECTIONS}
+    tuned = {section: set(spec.methods) if spec else set() for section, spec in specs.items()}
+    both = tuned["tuning"] & tuned["bimodal_tuning"]
+    if both:
+        raise ConfigError(f"bimodal_tuning.methods: {sorted(both)} also under tuning.methods (one selection each)")
+    for method in (*tuned["tuning"], *tuned["bimodal_tuning"]):
+        tuning_candidates(params, method)
+    sections = [*((s, params.get(s), "tuning") for s in TABLE_SECTIONS),
+                *((f"studies.{n}", v, "tuning") for n, v in (params.get("studies") or {}).items()),
+                ("bimodal", params.get("bimodal"), "bimodal_tuning"),
+                *((f"bimodal_studies.{n}", v, "bimodal_tuning")
+                  for n, v in (params.get("bimodal_studies") or {}).items())]
+    for where, section, selection in sections:
+        if isinstance(section, dict) and section.get("tuned"):
+            untuned = [m for m in section.get("methods") or [] if m not in tuned[selection]]
+            if untuned:
+                raise ConfigError(f"{where}.tuned: {untuned} have no search space under {selection}.methods")
