@@ -172,10 +172,10 @@ def test_bimodal_selection_trains_on_held_out_pairs_and_never_reads_a_test_set(p
     monkeypatch.setattr(pairs_folder, "load_zeroshot", no_test_set)
     selection = tuning.tune_method(params, "clip", bimodal.train_bimodal_run, tmp_path / "tuning", tmp_path / "ckpt")
     rows = (tmp_path / "tuning" / "clip" / "candidates.csv").read_text().splitlines()
-    assert rows[0] == "candidate,tau,seed,val_r1" and len(rows) == 3
+    assert rows[0] == "candidate,tau,seed,val_recall" and len(rows) == 3
     best = max(rows[1:], key=lambda r: float(r.split(",")[-1]))
     assert selection["knobs"] == {"tau": float(best.split(",")[1])} and "dataset" not in selection
-    assert 0 <= selection["val_r1"] <= 100
+    assert 0 <= selection["val_recall"] <= 100
     metrics = json.loads((tmp_path / "tuning" / "clip" / "runs" / "c0-s0" / "metrics.json").read_text())
     assert sorted({k.rsplit("_", 2)[0] for k in metrics}) == ["validation"]
 

@@ -5,10 +5,10 @@ grid ``{knob: [values]}`` or a list of candidates ``[{knob: value}, ...]``) is g
 ``tuning.candidates`` candidates from its space, each trained ``tuning.epochs`` epochs on ``tuning.dataset``
 with ``tuning.validation_fraction`` of the training set held out, at ``tuning.seeds``; the test split is not
 read. The image-text methods (``bimodal_tuning``) are selected the same way on held-out training pairs, scored
-by the mean of IR@1 and TR@1 (``val_r1``; no ``dataset``). The tuning stage (:data:`TUNE_PIPELINE`) writes per
+by the mean of IR and TR R@1/5/10 (``val_recall``; no ``dataset``). The tuning stage (:data:`TUNE_PIPELINE`) writes per
 method
 
-* ``candidates.csv``: ``candidate`` (int), one column per knob, ``seed``, the score (``val_top1`` or ``val_r1``;
+* ``candidates.csv``: ``candidate`` (int), one column per knob, ``seed``, the score (``val_top1`` or ``val_recall``;
   one row per candidate and seed);
 * ``selected.json``: ``{"method", "dataset", "epochs", "validation_fraction", "seeds", "candidates", "space",
   "knobs": {knob: selected value}, <score>: mean over seeds}``.
@@ -171,7 +171,7 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
     seeds, from ``candidates.csv``), and the params.yaml value each selected knob replaced where it differs
     (``knob: params.yaml value → selected``; "default" where params.yaml does not set the knob)."""
     rows, score = [], TUNING_SECTIONS[section]
-    label = {"val_top1": "val top-1", "val_r1": "val R@1"}[score]
+    label = {"val_top1": "val top-1", "val_recall": "val recall"}[score]
     for method in tuned_methods(params, section):
         selected = load_selected(params, method, tuning_dir, section)
         per_candidate = _per_candidate(load_candidates(method, tuning_dir, section), score)

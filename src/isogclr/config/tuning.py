@@ -22,7 +22,7 @@ TUNING_DIR = "tuning"
 # stratified validation part of tuning.dataset) and the image-text comparison's (scored by the mean of IR@1
 # and TR@1 on validation pairs whose images are held out of bimodal.data's training pairs); the column of
 # candidates.csv and the key of selected.json that hold the score
-TUNING_SECTIONS = {"tuning": "val_top1", "bimodal_tuning": "val_r1"}
+TUNING_SECTIONS = {"tuning": "val_top1", "bimodal_tuning": "val_recall"}
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class TuningSpec:
     of candidates (``candidates``), each trained for ``epochs`` with ``validation_fraction`` of the training
     set held out (``tuning``: a stratified part of ``dataset``'s training split, scored by linear-probe top-1;
     ``bimodal_tuning``: the captions of a cluster-stratified part of the training images of ``bimodal.data``,
-    scored by the mean of image and text retrieval R@1 among them), averaged over ``seeds``.
+    scored by the mean of image and text retrieval R@1, R@5 and R@10 among them), averaged over ``seeds``.
 
     ``methods`` maps a method (a key of ``methods``) to its search space over its own knobs: either a
     grid (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded

@@ -7,7 +7,8 @@ selection section (:func:`isogclr.config.tuning_run_config`):
 * ``tuning`` (unimodal methods): on ``tuning.dataset``'s training split minus a stratified validation part,
   scored by linear-probe top-1 on that part (``val_top1``);
 * ``bimodal_tuning`` (image-text methods): on ``bimodal.data``'s training pairs minus held-out images and
-  their captions, scored by the mean of image and text retrieval R@1 among the held-out pairs (``val_r1``).
+  their captions, scored by the mean of image and text retrieval R@1, R@5 and R@10 among the held-out pairs
+  (``val_recall``: R@1 alone counts a handful of pairs at the mini scale, too few to tell candidates apart).
 
 It writes
 
@@ -34,7 +35,8 @@ from ..io import csv_text, save_json, save_text
 # a candidate run's metrics -> its validation score (%), by selection section
 SCORES: dict[str, Callable[[dict], float]] = {
     "tuning": lambda metrics: metrics["top1"],
-    "bimodal_tuning": lambda metrics: (metrics["validation_ir_r1"] + metrics["validation_tr_r1"]) / 2,
+    "bimodal_tuning": lambda metrics: sum(metrics[f"validation_{side}_r{k}"]
+                                          for side in ("ir", "tr") for k in (1, 5, 10)) / 6,
 }
 
 
