@@ -292,8 +292,7 @@ def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     }
 
 
-def _bimodal_stage(params: dict[str, Any], key: str, seeds: list[int], tuned: bool,
-                   code: list[str]) -> dict[str, Any]:
+def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str]) -> dict[str, Any]:
     """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
     after the other in one process (written out here, as a table's)."""
     flag, selection = _tuned({"tuned": tuned})
@@ -351,10 +350,10 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
             stages[stage] = _grid_stage(section, params, run_code)
     if "bimodal" in params:
         bimodal, code = params["bimodal"], module_closure(BIMODAL_ENTRY, root)
-        stages["train_bimodal"] = _bimodal_stage(params, "methods", bimodal["seeds"], bool(bimodal.get("tuned")), code)
+        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")), code)
         if bimodal.get("side_methods"):
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
-            stages["train_bimodal_side"] = _bimodal_stage(params, "side_methods", side_seeds, False, code)
+            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False, code)
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():
