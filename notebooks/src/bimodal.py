@@ -88,18 +88,18 @@ setting = (f"profile `{profile}`: {spec.epochs} epochs, batch {spec.batch_size},
 # Every method of the central comparison gets the same budget (`bimodal_tuning` in params.yaml): the same
 # number of candidates over its own knobs, each trained for the reported runs' epochs on the training pairs
 # minus a cluster-stratified 20% of their images, and scored by the mean of IR and TR Recall@1, @5 and @10
-# among the held-out pairs (the retrieval papers' rsum / 6; R@1 alone counts a handful of pairs here). The test sets (`retrieval_*`, `zeroshot/*`) are not read; the
-# reported runs read them once, at the selected knobs.
+# among the held-out pairs (the retrieval papers' rsum / 6; R@1 alone counts a handful of pairs here). The
+# test sets (`retrieval_*`, `zeroshot/*`) are not read; the reported runs read them once, at the selected knobs.
 
 # %%
 if tuning_spec(params, "bimodal_tuning") is not None:
     selection = selection_table(params, tuning_dir, "bimodal_tuning")
     chosen = selection_settings(params, tuning_dir, "bimodal_tuning")
-    caption_selection = (f"Image-text selection, profile `{profile}`: "
-                         f"{sorted(set(selection['candidates']))} candidates per method, each trained "
-                         f"{chosen['epochs']} epochs with {chosen['validation_fraction']:.0%} of the training images "
-                         f"held out, seeds {chosen['seeds']}; validation recall = mean of IR and TR R@1, R@5, R@10 (%), mean over "
-                         "seeds; the test sets are not read.")
+    budgets = sorted(set(selection["candidates"]))  # one number when every method got the same budget
+    caption_selection = (f"Image-text selection, profile `{profile}`: {', '.join(map(str, budgets))} candidates "
+                         f"per method, each trained {chosen['epochs']} epochs with {chosen['validation_fraction']:.0%} "
+                         f"of the training images held out, seeds {chosen['seeds']}; validation recall = mean of IR "
+                         "and TR R@1, R@5, R@10 (%), mean over seeds; the test sets are not read.")
 else:
     selection = pd.DataFrame({"note": ["no bimodal_tuning section in params.yaml: every method runs with its own "
                                        "params.yaml knobs"]})
