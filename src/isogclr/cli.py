@@ -144,6 +144,20 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _references(args: argparse.Namespace) -> int:
+    """The no-learning rows of a dataset (chance, raw pixels, random-init encoders): <out>/<dataset>/metrics.json."""
+    from .config import load_params, references_spec, run_config, validate_params
+    from .train.references import no_learning
+
+    params = load_params(args.params)
+    validate_params(params)
+    spec = references_spec(params)
+    cfg = run_config(params, spec.methods[0], args.dataset, spec.seeds[0])
+    metrics = no_learning(cfg, spec.random_inits, Path(args.out) / args.dataset)
+    print(f"[{args.dataset}] " + ", ".join(f"{key} {value:.2f}" for key, value in metrics.items()))
+    return 0
+
+
 def _tune(args: argparse.Namespace) -> int:
     from .config import load_params, tuning_section, validate_params
     from .train.tuning import tune_method
@@ -321,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-seed", type=int, metavar="N",
                    help="export (artifacts/encoder.pt and artifacts/features.pt, float16) for the run whose seed is N")
     p.set_defaults(func=_train)
+
+    p = sub.add_parser("references", help="the no-learning rows of a dataset (chance, a linear probe on raw pixels "
+                                          "and on random-init encoders), written to <out>/<dataset>/metrics.json")
+    p.add_argument("--dataset", required=True, help="a registered dataset name, e.g. synth10_lt")
+    _add_params(p)
+    p.add_argument("--out", default="runs/references", help="where the rows are written")
+    p.set_defaults(func=_references)
 
     p = sub.add_parser("tune", help="select a method's knobs on a validation split (tuning, bimodal_tuning): "
                                      "tuning/<method>/{candidates.csv,selected.json}")

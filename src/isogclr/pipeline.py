@@ -46,13 +46,15 @@ SRC = Path("src")
 # The modules each kind of stage runs (its entry points); everything they import follows.
 TRAIN_ENTRY = ("isogclr.train.loop", "isogclr.config")
 BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config")
+REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config")
 REPORT_ENTRY = ("isogclr.analysis.report", "isogclr.analysis.notebooks")  # `python -m isogclr report <name>`
 
 RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
 BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
-GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3"}
+GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3",
+               "references": "train_references"}
 # a generated dataset's stage output, by the prefix of the dataset names it provides
 # (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
 # isogclr.data.manifest)
@@ -348,6 +350,14 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     for section, stage in GRID_STAGES.items():
         if section in params:
             stages[stage] = _grid_stage(section, params, run_code)
+    if "references" in params:  # the no-learning rows of each dataset (the supervised one is a grid run above)
+        stages["references"] = {
+            "matrix": {"dataset": "${references.datasets}"},
+            "cmd": "${launcher} -m isogclr references --dataset ${item.dataset}",
+            "deps": _data_deps(params["references"]["datasets"]) + module_closure(REFERENCES_ENTRY, root),
+            "params": [p for p in RUN_PARAMS if "${item.method}" not in p] + ["references.random_inits"],
+            "metrics": [{"runs/references/${item.dataset}/metrics.json": {"cache": False}}],
+        }
     if "bimodal" in params:
         bimodal, code = params["bimodal"], module_closure(BIMODAL_ENTRY, root)
         stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")), code)
@@ -410,7 +420,8 @@ HEADER = """\
 # Each training run depends only on its own method's parameters (`dvc exp run -S methods.isogclr.tau_min=0.02`
 # reruns the iSogCLR runs and the reports that read them) and on every module on its import path.
 """
-RUN_FAMILIES = ("tune", "train", "train_real", "train_table3", "train_bimodal", "study_")
+RUN_FAMILIES = ("tune", "train", "train_real", "train_table3", "train_references", "references",
+                "train_bimodal", "study_")
 FAMILY_DIR = "pipelines"
 
 

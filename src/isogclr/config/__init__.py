@@ -57,7 +57,15 @@ from .core import (
     run_id,
     synthetic_spec,
 )
-from .reports import TableSpec, TemperatureSpec, method_settings, profile_name, table_spec, temperature_spec
+from .reports import (
+    TableSpec,
+    TemperatureSpec,
+    method_settings,
+    profile_name,
+    references_spec,
+    table_spec,
+    temperature_spec,
+)
 from .studies import (
     BimodalStudySpec,
     OneKnob,
@@ -117,6 +125,7 @@ __all__ = [
     "pair_spec",
     "pretraining_epochs",
     "profile_name",
+    "references_spec",
     "run_config",
     "run_id",
     "selection_path",

@@ -23,7 +23,8 @@ from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
 
-TABLE_SECTIONS = ("table1", "table1_real", "table3")  # grids of methods x datasets x seeds, runs in runs/<run-id>
+# grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows)
+TABLE_SECTIONS = ("table1", "table1_real", "table3", "references")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .core import TABLE_SECTIONS, ConfigError, _method
 # ------------------------------------------------------------------------------- typed report sections
 # The report notebooks read the table grids, the temperature study, the methods' settings and the profile
 # through these, never params.yaml's raw dict; every error names its key (``table1.seeds: ...``).
-_TABLE_KEYS = ("methods", "datasets", "seeds", "paper_rows", "tuned")
+_TABLE_KEYS = ("methods", "datasets", "seeds", "paper_rows", "tuned", "random_inits")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class TableSpec:
     seeds: tuple[int, ...]
     paper_rows: dict[str, str] = dataclasses.field(default_factory=dict)
     tuned: bool = False
+    random_inits: tuple[int, ...] = ()  # ``references`` only: the seeds of the random-init encoders probed
 
     def paper_row(self, method: str) -> str:
         return self.paper_rows.get(method, method)
@@ -96,7 +97,23 @@ def table_spec(params: dict[str, Any], section: str) -> TableSpec | None:
     tuned = raw.get("tuned", False)
     if not isinstance(tuned, bool):
         raise ConfigError(f"{section}.tuned: expected true or false, got {tuned!r}")
-    return TableSpec(methods=methods, datasets=datasets, seeds=tuple(seeds), paper_rows=dict(paper_rows), tuned=tuned)
+    inits = raw.get("random_inits", [])
+    if (section == "references") != bool(inits) or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
+                                                       for s in inits):
+        raise ConfigError(f"{section}.random_inits: expected a non-empty list of seeds in `references` only, "
+                          f"got {inits!r}")
+    return TableSpec(methods=methods, datasets=datasets, seeds=tuple(seeds), paper_rows=dict(paper_rows), tuned=tuned,
+                     random_inits=tuple(inits))
+
+
+def references_spec(params: dict[str, Any]) -> TableSpec:
+    """``references``: the reference rows of every table of learned representations. Its ``methods`` (the
+    supervised reference) run as a table's grid; the no-learning rows of each of its ``datasets`` (chance, raw
+    pixels, the encoders initialized by ``random_inits``) are :func:`isogclr.train.references.no_learning`'s."""
+    spec = table_spec(params, "references")
+    if spec is None:
+        raise ConfigError("references: the profile has no references section (reference rows of the tables)")
+    return spec
 
 
 def temperature_spec(params: dict[str, Any]) -> TemperatureSpec | None:

@@ -32,6 +32,7 @@ from .simo import SiMoLoss
 from .sogclr import SogCLRLoss
 from .sogclr_bimodal import SogCLRBimodalLoss
 from .spectral import SpectralContrastiveLoss
+from .supervised import SupervisedLoss
 from .tau_simclr import TaUSimCLRLoss
 from .vicreg import VICRegLoss
 

@@ -18,6 +18,7 @@ same way by that name without ``width``. The registered names have no pretrained
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import timm
@@ -26,7 +27,9 @@ from torch import nn
 
 from .hub import missing_weights
 
-ARCHS = ("resnet18", "resnet34", "resnet50")
+ARCHS = ("resnet10", "resnet18", "resnet34", "resnet50")
+# resnet10: ResNet-18 with one basic block per stage instead of two (the mini profile's shallow, wider encoder)
+_LAYERS = {"resnet10": (1, 1, 1, 1)}
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,13 @@ class EncoderConfig:
     width: int = 64  # channels of the first stage; 64 is the standard ResNet
     cifar_stem: bool = True  # 3x3 conv, stride 1, no max-pool (for 32x32 inputs)
     pretrained: bool = False
+    # a state_dict file (an encoder.pt a run wrote, e.g. runs/<run>/local/encoder.pt) to start from instead of a
+    # random initialization: the pipeline's own pre-training of the image-text runs' image encoder
+    init: str | None = None
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
-            raise ValueError(f"model.encoder.arch must be resnet18, resnet34 or resnet50, got {self.arch!r}")
+            raise ValueError(f"model.encoder.arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
         if self.width < 4 or self.width % 2:
             raise ValueError(f"model.encoder.width must be an even number >= 4, got {self.width}")
 
@@ -73,12 +79,31 @@ def build_encoder(cfg: EncoderConfig, **timm_kwargs: Any) -> nn.Module:
             repo = getattr(timm.models.get_pretrained_cfg(cfg.arch), "hf_hub_id", None) or f"timm/{cfg.arch}"
             raise missing_weights(f"model.encoder ({cfg.arch})", repo, ("model.safetensors", "config.json"),
                                   "model.encoder.pretrained") from err
-    model = timm.create_model(cfg.arch, pretrained=False, **kwargs)
+    if cfg.arch in _LAYERS:
+        kwargs["layers"] = _LAYERS[cfg.arch]
+    model = timm.create_model("resnet18" if cfg.arch in _LAYERS else cfg.arch, pretrained=False, **kwargs)
     if cfg.cifar_stem:
         model.conv1 = nn.Conv2d(3, w, kernel_size=3, stride=1, padding=1, bias=False)
         model.bn1 = nn.BatchNorm2d(w)
         model.maxpool = nn.Identity()
+    if cfg.init is not None:
+        _load_init(model, cfg.init)
     return model
+
+
+def _load_init(model: nn.Module, path: str) -> None:
+    """Load the encoder weights ``path`` (a state_dict of the same architecture) into ``model``, strictly."""
+    import torch
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"model.encoder.init: {path} not found (the run that writes it, e.g. the "
+                                f"image encoder's pre-training stage, has not run)")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+    except RuntimeError as err:
+        raise ValueError(f"model.encoder.init: {path} does not fit the configured encoder (arch, width, "
+                         f"cifar_stem): {err}") from err
 
 
 def _cifar_entrypoint(arch: str, pretrained: bool, width: int, kwargs: dict[str, Any]) -> nn.Module:
@@ -91,6 +116,13 @@ def _cifar_entrypoint(arch: str, pretrained: bool, width: int, kwargs: dict[str,
         raise ValueError(f"isogclr_{arch}_cifar has no pretrained weights; load a run's encoder.pt with "
                          f"checkpoint_path=... instead")
     return build_encoder(EncoderConfig(arch=arch, width=width, cifar_stem=True), **kwargs)
+
+
+@register_model
+def isogclr_resnet10_cifar(pretrained: bool = False, width: int = 64, **kwargs: Any) -> nn.Module:
+    """ResNet-10 (one basic block per stage) with the CIFAR stem and first-stage width ``width``
+    (``model.encoder.arch: resnet10``)."""
+    return _cifar_entrypoint("resnet10", pretrained, width, kwargs)
 
 
 @register_model

@@ -104,7 +104,10 @@ class _UnimodalTask:
         self.loss_fn = cfg.method.build(self.n).to(device)
         # a loss may need extra encoder outputs (TaU+SimCLR: one uncertainty logit per view), appended to the head
         self.extra = getattr(self.loss_fn, "extra_outputs", 0)
-        head = dataclasses.replace(cfg.head, out_dim=cfg.head.out_dim + self.extra)
+        # the supervised reference: the head is the classifier (its width = the number of classes)
+        self.needs_labels = getattr(self.loss_fn, "needs_labels", False)
+        out_dim = train_data.num_classes if self.needs_labels else cfg.head.out_dim + self.extra
+        head = dataclasses.replace(cfg.head, out_dim=out_dim)
         model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=self.memory_format)
         if cfg.train.sync_bn and ctx.world_size > 1:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
@@ -139,9 +142,9 @@ class _UnimodalTask:
         rank, local, device = self.ctx.rank, self.local, self.device
         if self.streamed is None:
             batch = self.order[b * self.batch_size:(b + 1) * self.batch_size][rank * local:(rank + 1) * local]
-            images, _, index = self.dataset.__getitems__(batch.tolist())
+            images, labels, index = self.dataset.__getitems__(batch.tolist())
         else:  # (local, 2 views, 3, S, S) uint8, augmented in the workers
-            images, _, index = next(self.streamed)
+            images, labels, index = next(self.streamed)
         images, index = images.to(device, non_blocking=True), index.to(device, non_blocking=True)
         if self.streamed is None:
             x = to_float(images)
@@ -156,6 +159,8 @@ class _UnimodalTask:
             proj, e = proj[:, :-1], proj[:, -1]
             e1, e2 = e.chunk(2)
             kwargs = {"e1": gather_with_grad(e1), "e2": gather_with_grad(e2)}
+        if self.needs_labels:
+            kwargs["labels"] = gather_no_grad(torch.as_tensor(labels).to(device, non_blocking=True))
         z1, z2 = proj.chunk(2)
         if self.normalize:
             z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
@@ -198,21 +203,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
         torch.set_num_threads(cfg.train.num_threads)
     ctx = distributed.setup(resolve_device(cfg.train.device))
     device = ctx.device
-    if cfg.stream is None:  # small sets: whole splits in memory, augmented in batches on the device
-        train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
-        if cfg.validation_fraction:  # a tuning run: the test split is not read
-            train_data, test_data = validation_split(train_data, cfg.validation_fraction)
-        else:
-            test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
-        train_eval = train_data
-    else:  # paper-scale sets: listed, decoded and augmented per sample in worker processes (data.streaming)
-        if cfg.validation_fraction:
-            raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
-                             "supported; tune on an in-memory dataset")
-        size = cfg.stream.image_size
-        train_data = load_stream(cfg.dataset, cfg.data_root, "train", simclr_transform(cfg.augment, size))
-        test_data = load_stream(cfg.dataset, cfg.data_root, "test", eval_transform(size), views=1)
-        train_eval = train_data.with_transform(eval_transform(size), views=1)
+    train_data, test_data, train_eval = load_splits(cfg)
     task = _UnimodalTask(cfg, ctx, train_data, test_data, train_eval, random_init_baseline)
     ckpt_path = ckpt_dir / "checkpoint.pt"
     steps_per_epoch = task.steps_per_epoch
@@ -233,6 +224,29 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     ckpt_path.unlink(missing_ok=True)
     _log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
     return metrics
+
+
+def load_splits(cfg: RunConfig):
+    """(training data, evaluation data, training data as the probe sees it) of run ``cfg``.
+
+    Small sets are held in memory whole; a tuning run (``validation_fraction``) evaluates on a validation part
+    of the training split and never reads the test split. Paper-scale sets are listed, decoded and augmented
+    per sample in worker processes (:mod:`isogclr.data.streaming`).
+    """
+    if cfg.stream is None:
+        train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
+        if cfg.validation_fraction:
+            train_data, test_data = validation_split(train_data, cfg.validation_fraction)
+        else:
+            test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
+        return train_data, test_data, train_data
+    if cfg.validation_fraction:
+        raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
+                         "supported; tune on an in-memory dataset")
+    size = cfg.stream.image_size
+    train_data = load_stream(cfg.dataset, cfg.data_root, "train", simclr_transform(cfg.augment, size))
+    test_data = load_stream(cfg.dataset, cfg.data_root, "test", eval_transform(size), views=1)
+    return train_data, test_data, train_data.with_transform(eval_transform(size), views=1)
 
 
 def _features(encoder: torch.nn.Module, data, device: torch.device, stream: StreamConfig | None) -> torch.Tensor:
