@@ -54,7 +54,10 @@ RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train"
 BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
 GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3",
-               "references": "train_references"}
+               "references": "train_references", "pretrain": "train_pretrain"}
+# sections whose first seed's encoder is exported (artifacts/encoder.pt): Table 1's (the t-SNE figures read it) and
+# the pre-training of the image-text runs' image encoder (bimodal.image_encoder.init reads it)
+EXPORT_SECTIONS = ("table1", "pretrain")
 # a generated dataset's stage output, by the prefix of the dataset names it provides
 # (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
 # isogclr.data.manifest)
@@ -241,7 +244,7 @@ def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     does)."""
     seeds = params[section]["seeds"]
     flag, selection = _tuned(params[section])
-    export = f" --export-seed {seeds[0]}" if section == "table1" else ""
+    export = f" --export-seed {seeds[0]}" if section in EXPORT_SECTIONS else ""
     return {
         "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
         "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
@@ -252,7 +255,8 @@ def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     }
 
 
-def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]) -> dict[str, Any]:
+def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
+                 bimodal_inputs: list[str]) -> dict[str, Any]:
     """One stage per (method, seed) of a unimodal study, running every value in one process (a process
     start and DVC's bookkeeping cost ~18 s a stage, as much as a short run); one per (method, value, seed)
     of an image-text study. The values are written out here: after changing a study's ``values``,
@@ -266,7 +270,7 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
                        "seed": f"${{{section}.{name}.seeds}}"},
             "cmd": f"python -m isogclr train-bimodal --study {name} --method ${{item.method}} --value ${{item.value}} "
                    "--seed ${item.seed}" + flag,
-            "deps": ["data/synthetic_pairs.json", *selection, *code],
+            "deps": [*bimodal_inputs, *selection, *code],
             "params": [*base, f"{section}.{name}"],
             **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
         }
@@ -282,7 +286,7 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
 def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
     """One stage per method of a selection section (``tuning``: unimodal; ``bimodal_tuning``: image-text)."""
     spec = params[section]
-    data = _data_deps([spec["dataset"]]) if section == "tuning" else ["data/synthetic_pairs.json"]
+    data = _data_deps([spec["dataset"]]) if section == "tuning" else _bimodal_inputs(params)
     return {
         "matrix": {"method": list(spec["methods"])},
         "cmd": ("${launcher}" if section == "tuning" else "python") + " -m isogclr tune --method ${item.method}",
@@ -294,14 +298,21 @@ def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     }
 
 
-def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str]) -> dict[str, Any]:
+def _bimodal_inputs(params: dict[str, Any]) -> list[str]:
+    """What every image-text run reads: the generated pairs, and the pre-trained image encoder when it starts from
+    one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
+    init = ((params.get("bimodal") or {}).get("image_encoder") or {}).get("init")
+    return ["data/synthetic_pairs.json", *([init] if init else [])]
+
+
+def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:
     """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
     after the other in one process (written out here, as a table's)."""
     flag, selection = _tuned({"tuned": tuned})
     return {
         "matrix": {"method": f"${{bimodal.{key}}}"},
         "cmd": "python -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds)) + flag,
-        "deps": ["data/synthetic_pairs.json", *selection, *code],
+        "deps": [*inputs, *selection, *code],
         "params": list(BIMODAL_PARAMS),
         **_run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),
     }
@@ -360,15 +371,16 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         }
     if "bimodal" in params:
         bimodal, code = params["bimodal"], module_closure(BIMODAL_ENTRY, root)
-        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")), code)
+        inputs = _bimodal_inputs(params)
+        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")), code, inputs)
         if bimodal.get("side_methods"):
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
-            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False, code)
+            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False, code, inputs)
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():
             code = module_closure(BIMODAL_ENTRY if bimodal else TRAIN_ENTRY, root)
-            stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code)
+            stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code, _bimodal_inputs(params))
             if spec.get("report"):
                 reads_study.setdefault(spec["report"], []).append((name, section))
     if "emc2_convergence" in params:

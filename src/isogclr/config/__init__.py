@@ -186,6 +186,7 @@ def validate_params(params: dict[str, Any]) -> None:
     for name in (params.get("train") or {}).get("by_dataset") or {}:
         _shared_sections(_by_dataset(params, name))
     validate_bimodal(params)
+    _check_pretrained_image_encoder(params)
     validate_tuning(params)
     validate_convergence(params)
     for name in params.get("studies") or {}:
@@ -201,3 +202,23 @@ def validate_params(params: dict[str, Any]) -> None:
         for method in spec.methods:
             for value in spec.values:
                 bimodal_study_run_config(params, name, method, value, spec.seeds[0])
+
+
+def _check_pretrained_image_encoder(params: dict[str, Any]) -> None:
+    """``bimodal.image_encoder.init`` names the encoder a ``pretrain`` run exports
+    (``runs/<method>-<dataset>-s<seed>/artifacts/encoder.pt``), and that run trains the same architecture."""
+    image = ((params.get("bimodal") or {}).get("image_encoder") or {})
+    init = image.get("init")
+    if not init:
+        return
+    pretrain = params.get("pretrain") or {}
+    runs = {f"runs/{run_id(m, d, s)}/artifacts/encoder.pt": (m, d, s) for m in pretrain.get("methods") or []
+            for d in pretrain.get("datasets") or [] for s in (pretrain.get("seeds") or [])[:1]}
+    if init not in runs:
+        raise ConfigError(f"bimodal.image_encoder.init: {init!r} is not the encoder a pretrain run exports "
+                          f"({sorted(runs) or 'no pretrain section'})")
+    encoder = run_config(params, *runs[init]).encoder
+    for key in ("arch", "width", "cifar_stem"):
+        if image.get(key, getattr(encoder, key)) != getattr(encoder, key):
+            raise ConfigError(f"bimodal.image_encoder.{key}: {image.get(key)!r}, but the pretrain run {init} trains "
+                              f"{getattr(encoder, key)!r} (set it with train.by_dataset.<dataset>.model.encoder.{key})")

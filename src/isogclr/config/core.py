@@ -23,8 +23,9 @@ from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
 
-# grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows)
-TABLE_SECTIONS = ("table1", "table1_real", "table3", "references")
+# grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows;
+# pretrain: the image-text runs' image encoder, bimodal.image_encoder.init)
+TABLE_SECTIONS = ("table1", "table1_real", "table3", "references", "pretrain")
 
 
 @dataclass(frozen=True)
