@@ -1,0 +1,115 @@
+"""How much the testbed learns, and what its verdicts can say: the reference rows of a dataset, the calibration
+thresholds, and the central verdicts before and after the calibration.
+
+The reference rows come from the ``references`` stages (:mod:`isogclr.train.references`): per dataset,
+``runs/references/<dataset>/metrics.json`` (chance, the raw-pixel probe, the random-init encoders' probes and their
+floor) and the supervised reference's runs ``runs/supervised-<dataset>-s<seed>``. A method's *position* on a
+dataset is where its top-1 stands between the floor (0: learned nothing a probe could not find without learning)
+and the supervised reference (1: as good as training with the labels at the same budget).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+REFERENCE_ROWS = ("chance", "raw pixels", "random init", "supervised")
+# the calibration's thresholds (iSogCLR replication, testbed issue): SimCLR learns (>= floor + 15) without
+# saturating (<= supervised - 5); on Fashion-MNIST, where raw pixels are strong, it at least matches them
+MIN_ABOVE_FLOOR, MIN_BELOW_SUPERVISED = 15.0, 5.0
+VERDICT_COLUMNS = ("status", "effect", "ci_low", "ci_high", "mde")
+
+
+def _read(path: Path) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run its stage (dvc repro) first")
+    return json.loads(path.read_text())
+
+
+def reference_rows(runs_dir: Path | str, datasets: Iterable[str], seeds: Iterable[int],
+                   supervised: str = "supervised") -> pd.DataFrame:
+    """One row per dataset: chance, raw pixels, random init (mean of the inits), floor and supervised (mean of
+    ``seeds``) top-1 (%), with the supervised seeds found."""
+    runs_dir, rows = Path(runs_dir), []
+    for dataset in datasets:
+        rows_ = _read(runs_dir / "references" / dataset / "metrics.json")
+        inits = [value for key, value in rows_.items() if key.startswith("random_init_s")]
+        sup = [_read(runs_dir / f"{supervised}-{dataset}-s{seed}" / "metrics.json")["top1"] for seed in seeds]
+        rows.append({"dataset": dataset, "chance": rows_["chance"], "raw pixels": rows_["raw_pixels_top1"],
+                     "random init": sum(inits) / len(inits), "floor": rows_["floor_top1"],
+                     "supervised": sum(sup) / len(sup), "supervised seeds": len(sup)})
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def position(score: float, floor: float, supervised: float) -> float:
+    """Where ``score`` stands between the no-learning ``floor`` (0) and the ``supervised`` reference (1)."""
+    if supervised <= floor:
+        raise ValueError(f"the supervised reference ({supervised:.2f}) is not above the floor ({floor:.2f}): "
+                         "the scale from no learning to supervised is empty")
+    return (score - floor) / (supervised - floor)
+
+
+def thresholds(method_top1: Mapping[str, float], references: pd.DataFrame,
+               raw_pixels_only: Iterable[str] = ()) -> pd.DataFrame:
+    """The calibration's thresholds for one method's mean top-1 per dataset (``method_top1``).
+
+    Every dataset: at least :data:`MIN_ABOVE_FLOOR` points above the floor and :data:`MIN_BELOW_SUPERVISED` below
+    the supervised reference; a dataset of ``raw_pixels_only`` (Fashion-MNIST, whose raw pixels a probe reads well)
+    asks only that the method reach the raw-pixel probe, and that it stay below the supervised reference.
+    """
+    rows, lenient = [], set(raw_pixels_only)
+    for dataset, score in method_top1.items():
+        ref = references.loc[dataset]
+        need = ref["raw pixels"] if dataset in lenient else ref["floor"] + MIN_ABOVE_FLOOR
+        ceiling = ref["supervised"] - MIN_BELOW_SUPERVISED
+        rows.append({"dataset": dataset, "top1": score, "floor": ref["floor"], "supervised": ref["supervised"],
+                     "needs at least": need, "needs at most": ceiling,
+                     "position": position(score, ref["floor"], ref["supervised"]),
+                     "holds": bool(need <= score <= ceiling)})
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def with_reference_rows(table: pd.DataFrame, references: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``table`` (methods as rows, datasets as ``columns``) with the reference rows appended below, labelled."""
+    extra = pd.DataFrame({row: {c: references.loc[c, row] for c in columns if c in references.index}
+                          for row in REFERENCE_ROWS}).T
+    return pd.concat([table, extra.reindex(columns=list(table.columns))])
+
+
+def before_after(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """The central verdicts before and after, joined on (report, claim): status, effect, interval and minimum
+    detectable effect of each side (a claim that one side does not have, such as a budget of the ladder that
+    changed, is kept with the other side empty)."""
+    keys = ["report", "claim"]
+
+    def side(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
+        frame = frame.copy()
+        for column in VERDICT_COLUMNS:
+            if column not in frame:
+                frame[column] = float("nan")
+        return frame[[*keys, *VERDICT_COLUMNS]].rename(columns={c: f"{c} {suffix}" for c in VERDICT_COLUMNS})
+
+    joined = side(before, "before").merge(side(after, "after"), on=keys, how="outer")
+    # the order of the new verdicts, then the claims only the old ones had
+    rank = {key: i for i, key in enumerate(dict.fromkeys([*zip(after["report"], after["claim"], strict=True),
+                                                          *zip(before["report"], before["claim"], strict=True)]))}
+    joined["_rank"] = [rank[key] for key in zip(joined["report"], joined["claim"], strict=True)]
+    return joined.sort_values("_rank").drop(columns="_rank").reset_index(drop=True)
+
+
+def status_counts(frame: pd.DataFrame, column: str = "status") -> dict[str, int]:
+    """How many verdicts have each status."""
+    return {str(k): int(v) for k, v in frame[column].value_counts().items()}
+
+
+def read_verdicts(reports_dir: Path | str, reports: Iterable[str]) -> pd.DataFrame:
+    """The verdicts of ``reports`` (``reports/verdicts/<report>.csv``) in one frame with a ``report`` column."""
+    frames = []
+    for report in reports:
+        frame = pd.read_csv(Path(reports_dir) / "verdicts" / f"{report}.csv")
+        frame.insert(0, "report", report)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,78 @@
+"""The testbed's reference rows, thresholds and the before/after table of the central verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from isogclr.analysis.testbed import (
+    before_after,
+    position,
+    reference_rows,
+    status_counts,
+    thresholds,
+    with_reference_rows,
+)
+
+
+def _write(path, payload):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+
+
+@pytest.fixture()
+def runs(tmp_path):
+    _write(tmp_path / "references" / "a" / "metrics.json", {"chance": 10.0, "raw_pixels_top1": 12.0,
+           "random_init_s0_top1": 14.0, "random_init_s1_top1": 16.0, "floor_top1": 15.0})
+    _write(tmp_path / "references" / "b" / "metrics.json", {"chance": 10.0, "raw_pixels_top1": 75.0,
+           "random_init_s0_top1": 50.0, "random_init_s1_top1": 52.0, "floor_top1": 75.0})
+    for dataset, top1 in (("a", (60.0, 62.0)), ("b", (90.0, 92.0))):
+        for seed, value in enumerate(top1):
+            _write(tmp_path / f"supervised-{dataset}-s{seed}" / "metrics.json", {"top1": value})
+    return tmp_path
+
+
+def test_reference_rows(runs):
+    refs = reference_rows(runs, ["a", "b"], [0, 1])
+    assert refs.loc["a"].to_dict() == {"chance": 10.0, "raw pixels": 12.0, "random init": 15.0, "floor": 15.0,
+                                       "supervised": 61.0, "supervised seeds": 2}
+    assert refs.loc["b", "supervised"] == 91.0
+    with pytest.raises(FileNotFoundError, match="supervised-a-s7"):
+        reference_rows(runs, ["a"], [7])
+
+
+def test_position_and_thresholds(runs):
+    assert position(38.0, 15.0, 61.0) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="not above the floor"):
+        position(10.0, 20.0, 20.0)
+    refs = reference_rows(runs, ["a", "b"], [0, 1])
+    checks = thresholds({"a": 29.0, "b": 76.0}, refs, raw_pixels_only=["b"])
+    assert not checks.loc["a", "holds"]  # 29 < 15 + 15
+    assert checks.loc["a", "needs at least"] == 30.0 and checks.loc["a", "needs at most"] == 56.0
+    assert checks.loc["b", "holds"]  # 76 >= 75 (raw pixels) and <= 91 - 5
+    assert thresholds({"a": 30.0}, refs).loc["a", "holds"]
+    assert not thresholds({"a": 57.0}, refs).loc["a", "holds"]  # saturated: within 5 of supervised
+
+
+def test_with_reference_rows(runs):
+    refs = reference_rows(runs, ["a", "b"], [0, 1])
+    table = pd.DataFrame({"a": [30.0], "b": [80.0]}, index=["simclr"])
+    full = with_reference_rows(table, refs, ["a", "b"])
+    assert list(full.index) == ["simclr", "chance", "raw pixels", "random init", "supervised"]
+    assert full.loc["supervised", "a"] == 61.0 and full.loc["raw pixels", "b"] == 75.0
+
+
+def test_before_after_keeps_claims_of_either_side():
+    before = pd.DataFrame({"report": ["t1", "t1"], "claim": ["x", "old budget"], "status": ["inconclusive"] * 2,
+                           "effect": [-1.0, 2.0], "ci_low": [-5.0, -1.0], "ci_high": [3.0, 5.0]})
+    after = pd.DataFrame({"report": ["t1", "t1"], "claim": ["x", "new budget"], "status": ["supported", "contradicted"],
+                          "effect": [2.0, -3.0], "ci_low": [1.0, -4.0], "ci_high": [3.0, -2.0], "mde": [1.5, 2.0]})
+    table = before_after(before, after)
+    assert list(table["claim"]) == ["x", "new budget", "old budget"]
+    row = table.set_index("claim").loc["x"]
+    assert row["status before"] == "inconclusive" and row["status after"] == "supported"
+    assert pd.isna(row["mde before"]) and row["mde after"] == 1.5
+    assert pd.isna(table.set_index("claim").loc["old budget", "status after"])
+    assert status_counts(after) == {"supported": 1, "contradicted": 1}
