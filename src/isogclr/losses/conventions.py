@@ -13,7 +13,9 @@ The official code read for the presets (current versions): unimodal iSogCLR (``S
 ``bimodal_exps/models/losses.py``) in the iSogCLR authors' repository ``zhqiu/contrastive-learning-iSogCLR``;
 unimodal SogCLR in the SogCLR authors' repository ``Optimization-AI/SogCLR`` (``sogclr/builder.py``).
 ``tests/test_conventions_presets.py`` checks each preset against a float64 re-derivation of the
-algorithm, step by step.
+algorithm, step by step; each official preset was also run against the authors' current code, in
+float64, step by step (``docs/losses.md``, "Run against the authors' code": the commits, the
+largest differences, how to rerun).
 
 "effect": each switch alone, set to the official value on top of the paper preset, relative change
 (L2, largest over 20 float64 steps: 64 samples, batch 16, revisited samples, drifting features) of
@@ -52,8 +54,9 @@ switch             paper preset                    official code                
 (iSogCLR)                                          5.0 bimodal (per direction)          bimodal grad 0.41, tau 0.51
 ``reduction``      ``mean`` of the views /         ``sum``: the code adds the views' /  gradient x 2 (LARS and
                    directions                      directions' terms                    Adam: nearly none)
-``loss_over_tau``  False: F = tau log g - pos      True: cross-entropy of z.z / tau,    gradient x 1 / tau
-(SogCLR)                                           i.e. F / tau
+``loss_over_tau``  False: F = tau log g - pos      False: the cross-entropy of the      True (option): F / tau,
+(SogCLR)                                           unscaled z.z (only the weights       gradient x 1 / tau
+                                                   exp(z.z / T) use T): F
 =================  ==============================  ===================================  ===========================
 
 Also settled (no switch: paper and code agree, or the code's choice is a numerical detail): g_i is
@@ -122,7 +125,7 @@ _PAPER_KERNEL = {"sogclr": "similarity", "isogclr": "hardness", "sogclr_bimodal"
                  "isogclr_bimodal": "hardness"}
 _OFFICIAL = {
     "sogclr": {"s_timing": "updated", "first_visit": "estimate", "kernel": "similarity", "per_view_s": True,
-               "stored_s": "mean", "reduction": "sum", "loss_over_tau": True},
+               "stored_s": "mean", "reduction": "sum", "loss_over_tau": False},
     "isogclr": {"s_timing": "updated", "first_visit": "estimate", "kernel": "similarity", "per_view_s": True,
                 "stored_s": "mean", "positive_weight": "one", "tau_grad_clip": 3.0, "reduction": "sum"},
     "sogclr_bimodal": {"s_timing": "updated", "first_visit": "zero", "kernel": "hardness", "positive_in_g": True,

@@ -36,7 +36,8 @@ class SogCLRLoss(WeightWatch, nn.Module):
 
     ``convention="official"`` sets every switch as the SogCLR authors' code (the table of
     :mod:`.conventions`: u after the update, one stored u_i read per view, the two views' terms
-    summed and divided by tau); single switches go in ``conventions``.
+    summed; their cross-entropy takes the unscaled z_a^T z, so the loss is F, not F / tau);
+    single switches go in ``conventions`` (``loss_over_tau=True`` divides F by tau).
 
     The returned value is the mini-batch estimate of F; its gradient is the estimator (10),
     routed through one backward matmul (:mod:`.gram`); the weights' exponent is capped at 64
@@ -93,7 +94,7 @@ class SogCLRLoss(WeightWatch, nn.Module):
                 else:
                     log_g = torch.logsumexp(per_view, dim=1, keepdim=True) - math.log(2)
                     log_u_anchor = self.u.update(index, log_g)[:, 0].repeat(2)
-                # the official code sums the views' terms and divides F by tau: a scale of the gradient
+                # the official code sums the views' terms (x 2); loss_over_tau (an option) divides F by tau
                 scale = (2.0 if cv.reduction == "sum" else 1.0) / (self.tau if cv.loss_over_tau else 1.0)
                 # eq. 10: each negative gets tau/u_i * d g_i (weight exp(s / tau) / (|N_i| u_i)) and the
                 # positive -1; the mean over the 2B rows averages the views. In place: logits -> weights -> G
