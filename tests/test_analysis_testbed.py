@@ -76,3 +76,18 @@ def test_before_after_keeps_claims_of_either_side():
     assert pd.isna(row["mde before"]) and row["mde after"] == 1.5
     assert pd.isna(table.set_index("claim").loc["old budget", "status after"])
     assert status_counts(after) == {"supported": 1, "contradicted": 1}
+
+
+def test_method_scores_from_a_table_or_a_ladder(tmp_path):
+    from isogclr.analysis.testbed import method_scores
+
+    params = {"table1": {"methods": ["simclr"], "datasets": ["a"], "seeds": [0, 1]},
+              "studies": {"ladder": {"methods": ["simclr"], "knob": "train.epochs", "dataset": "b", "values": [5, 20],
+                                     "seeds": [0]}}}
+    _write(tmp_path / "runs" / "simclr-a-s0" / "metrics.json", {"top1": 30.0})
+    _write(tmp_path / "runs" / "simclr-a-s1" / "metrics.json", {"top1": 32.0})
+    _write(tmp_path / "studies" / "ladder" / "simclr-20-s0" / "metrics.json", {"top1": 60.0})
+    scores = method_scores(params, "simclr", ["a", "b", "c"], tmp_path / "runs", tmp_path / "studies")
+    assert scores.loc["a", "top1"] == 31.0 and scores.loc["a", "runs"] == "table1, 2 seed(s)"
+    assert scores.loc["b", "top1"] == 60.0 and scores.loc["b", "runs"] == "ladder at 20 epochs, 1 seed(s)"
+    assert "c" not in scores.index

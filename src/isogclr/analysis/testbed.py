@@ -21,6 +21,8 @@ REFERENCE_ROWS = ("chance", "raw pixels", "random init", "supervised")
 # saturating (<= supervised - 5); on Fashion-MNIST, where raw pixels are strong, it at least matches them
 MIN_ABOVE_FLOOR, MIN_BELOW_SUPERVISED = 15.0, 5.0
 VERDICT_COLUMNS = ("status", "effect", "ci_low", "ci_high", "mde")
+# the reports whose verdicts are the central claims (Table 1, temperature vs frequency, ladders, image-text)
+CENTRAL_REPORTS = ("table1_unimodal", "temperature_vs_frequency", "budget_ladder", "bimodal")
 
 
 def _read(path: Path) -> dict:
@@ -113,3 +115,32 @@ def read_verdicts(reports_dir: Path | str, reports: Iterable[str]) -> pd.DataFra
         frame.insert(0, "report", report)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def method_scores(params: dict, method: str, datasets: Iterable[str], runs_dir: Path | str = "runs",
+                  studies_dir: Path | str = "studies") -> pd.DataFrame:
+    """``method``'s mean linear-probe top-1 on each dataset, from the runs that report it: a table section's grid
+    (``table1``, ``table1_real``: its seeds), else a budget ladder on the dataset (its largest budget); with where
+    it comes from. A dataset with no such run is left out."""
+    from ..config import run_id, study_run_dir
+
+    rows = []
+    for dataset in datasets:
+        paths, source = [], ""
+        for section in ("table1", "table1_real"):
+            spec = params.get(section) or {}
+            if method in spec.get("methods", []) and dataset in spec.get("datasets", []):
+                paths = [Path(runs_dir) / run_id(method, dataset, s) for s in spec["seeds"]]
+                source = f"{section}, {len(paths)} seed(s)"
+                break
+        if not paths:
+            for name, spec in (params.get("studies") or {}).items():
+                if spec.get("knob") == "train.epochs" and spec.get("dataset") == dataset and method in spec["methods"]:
+                    value = max(spec["values"])
+                    paths = [Path(studies_dir).parent / study_run_dir(name, method, value, s) for s in spec["seeds"]]
+                    source = f"{name} at {value} epochs, {len(paths)} seed(s)"
+                    break
+        if paths:
+            scores = [_read(path / "metrics.json")["top1"] for path in paths]
+            rows.append({"dataset": dataset, "top1": sum(scores) / len(scores), "runs": source})
+    return pd.DataFrame(rows, columns=["dataset", "top1", "runs"]).set_index("dataset")
