@@ -35,7 +35,8 @@ _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8p
           ".output_text pre{background:none;padding:0;white-space:pre-wrap;overflow-wrap:anywhere;"
           "font-family:sans-serif}"
           ".prompt{display:none}details.code{margin:4px 0}details.code summary{color:#777;font-size:12px;"
-          "cursor:pointer}.verdicts{background:#f6f8fa;border-left:4px solid #888;padding:4px 12px}\n")
+          "cursor:pointer}.verdicts{background:#f6f8fa;border-left:4px solid #888;padding:4px 12px}"
+          ".verdicts td:nth-child(3){min-width:170px}\n")  # the effect and its interval on one or two lines
 # nbconvert's basic template with each code cell's input folded in a closed <details>
 _FOLDED = """{%- extends 'basic/index.html.j2' -%}
 {% block input_group -%}
