@@ -7,6 +7,8 @@ BIN := $(CURDIR)/$(VENV)/bin
 PROFILE ?=
 # pipeline stages at a time (python -m isogclr repro); JOBS=1 on a machine with one GPU
 JOBS ?= 2
+# FORCE=1: rerun every stage, up to date or not (python -m isogclr repro --force): verifies the replication from scratch
+FORCE ?=
 export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
@@ -56,7 +58,7 @@ data-packages:
 repro: setup
 	@if [ -n "$(PROFILE)" ]; then cp profiles/$(PROFILE).yaml params.yaml && echo "params.yaml <- profiles/$(PROFILE).yaml"; fi
 	$(BIN)/python -m isogclr validate --params params.yaml
-	$(BIN)/python -m isogclr repro --jobs $(JOBS)
+	$(BIN)/python -m isogclr repro --jobs $(JOBS)$(if $(filter-out 0,$(FORCE)), --force)
 
 test: setup
 	$(BIN)/python -m pytest -q

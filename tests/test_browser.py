@@ -1,9 +1,11 @@
 """The HTML reports as a reader sees them: rendered by headless Chromium, offline.
 
 Every page must show its images (each ``<img>`` loaded, natural width > 0), every local link and image
-must resolve, and no page may show a traceback or a stderr output (warnings). Checked on report pages
-built here from a small fixture notebook (executed by papermill, as the pipeline does), on the committed
-``reports/`` once they carry figures, and on the page of ``dvc plots show`` with the offline template.
+must resolve, and no page may show a traceback or a stderr output (warnings), a code cell unfolded (a report
+page folds each code input in a closed ``<details>``) or text that scrolls sideways (a caption in a code box).
+Checked on report pages built here from a small fixture notebook (executed by papermill, as the pipeline
+does), on the committed ``reports/`` once they carry figures, and on the page of ``dvc plots show`` with the
+offline template.
 
 Chromium is driven through its DevTools protocol over a pipe (``--remote-debugging-pipe``): no driver, no
 download. The browser checks are skipped where Chromium is not installed (Debian: ``apt-get install -y
@@ -34,6 +36,8 @@ NO_CHROMIUM = ("Chromium is not installed (Debian package `chromium`: `apt-get i
 
 # What a page shows, collected in the page once it has loaded (charts: vega draws after the load event)
 _INSPECT = """(() => {
+  // shown: rendered and not inside a closed <details> (whose content has boxes but is not displayed)
+  const shown = e => e.checkVisibility ? e.checkVisibility() : e.getClientRects().length > 0;
   const stderr = document.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]');
   return {
     images: [...document.images].map(i => ({src: i.currentSrc || i.src, width: i.naturalWidth, done: i.complete})),
@@ -42,6 +46,14 @@ _INSPECT = """(() => {
     text: document.body ? document.body.innerText : '',
     stderr: [...stderr].map(e => e.innerText.slice(0, 300)),
     charts: document.querySelectorAll('svg.marks, canvas.marks').length,
+    code: [...document.querySelectorAll('.input_area, .jp-InputArea')].filter(shown).length,
+    folded: document.querySelectorAll('details.code:not([open]) .input_area').length,
+    sideways: [...document.querySelectorAll('pre')].filter(e => shown(e) && e.scrollWidth > e.clientWidth + 1)
+                                                    .map(e => e.innerText.slice(0, 80)),
+    verdictsFirst: (() => {  // the verdicts box comes before the first code cell
+      const v = document.querySelector('.verdicts'), c = document.querySelector('.code_cell');
+      return !!v && (!c || !!(v.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING));
+    })(),
   };
 })()"""
 
@@ -163,6 +175,9 @@ def page_problems(page: dict, url: str, machine_paths: tuple[str, ...] = ()) -> 
         problems.append("the page shows a traceback")
     problems += [f"stderr output shown: {text!r}" for text in page["stderr"]]
     problems += [f"machine path shown: {path}" for path in machine_paths if path in page["text"]]
+    if page["code"]:
+        problems.append(f"{page['code']} code cell(s) shown unfolded")
+    problems += [f"text scrolls sideways: {text!r}" for text in page["sideways"]]
     return problems
 
 
@@ -255,15 +270,26 @@ def test_fixture_pages_render_in_chromium(browser, fixture_reports):
     assert index in shown["links"]  # back to the index
     assert "PosixPath" not in shown["text"]  # the figure cell shows the figure, not the path it was saved to
     assert ("would cut it with an ellipsis " * 3).strip() in shown["text"]  # the whole cell, not cut
+    code_cells = [c for c in json.loads((fixture_reports / "fixture.ipynb").read_text())["cells"]
+                  if c["cell_type"] == "code"]
+    assert shown["code"] == 0 and shown["folded"] == len(code_cells)  # every input folded, parameters included
+    assert shown["verdictsFirst"]
+    assert "setup_report" not in shown["text"]
+    claim, verdicts = shown["text"].index("Fixture report"), shown["text"].index("Verdicts")
+    assert claim < verdicts < shown["text"].index("would cut it")  # the claim, its verdicts, then the report
 
 
 def test_a_broken_page_is_caught(browser, tmp_path):
     """The checks can fail: a missing image, a dead link and a traceback are each reported."""
     page = tmp_path / "broken.html"
     page.write_text('<html><body><img src="missing.png"><a href="nowhere.html">x</a><a href="#gone">y</a>'
-                    "<pre>Traceback (most recent call last):\n  ValueError</pre></body></html>")
+                    "<pre>Traceback (most recent call last):\n  ValueError</pre>"
+                    '<div class="input_area"><pre>x = 1</pre></div>'
+                    f'<pre style="width:300px;overflow-x:auto">{"a caption that does not wrap " * 20}</pre>'
+                    "</body></html>")
     problems = page_problems(browser.inspect(page.as_uri()), page.as_uri())
-    assert len(problems) == 4, problems
+    assert len(problems) == 6, problems
+    assert "1 code cell(s) shown unfolded" in problems and any(p.startswith("text scrolls") for p in problems)
 
 
 def _committed_pages() -> list[Path]:
@@ -281,6 +307,8 @@ def test_committed_report_pages_render_in_chromium(browser, path):
         assert len(page["images"]) >= len(_committed_pages()) - 1  # a thumbnail per report
     else:
         assert page["images"], f"{path.name} shows no figure"
+        assert page["folded"] > 0 and page["code"] == 0, "the code cells are not folded"
+        assert page["verdictsFirst"], "the verdicts are not up front"
         assert (ROOT / "reports" / "index.html").as_uri() in page["links"]
 
 

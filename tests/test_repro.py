@@ -74,3 +74,68 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
 def test_worker_env_splits_the_cores_unless_the_user_chose():
     assert worker_env(2, {"PATH": "/bin"})["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
     assert worker_env(2, {"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"
+
+
+def _tiny_project(root: Path) -> None:
+    """A DVC project of two stages (``a`` makes ``a/out.txt``, ``b`` reads it); each stage counts its runs."""
+    import subprocess
+
+    import yaml
+
+    dvc = str(Path(sys.executable).parent / "dvc")
+    subprocess.run([dvc, "init", "--no-scm", "-q"], cwd=root, check=True)
+    stages = {"a": {"cmd": "echo run >> ran_a.txt && mkdir -p a && echo a > a/out.txt", "outs": ["a"]},
+              "b": {"cmd": "echo run >> ran_b.txt && cat a/out.txt > b.txt", "deps": ["a"], "outs": ["b.txt"]}}
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
+    (root / "params.yaml").write_text("{}\n")
+
+
+def test_force_reruns_every_stage_and_logs_its_times(tmp_path, monkeypatch):
+    import isogclr.pipeline
+    from isogclr import repro as runner
+    from isogclr import timing
+
+    monkeypatch.setattr(isogclr.pipeline, "main", lambda *a, **k: 0)  # dvc.yaml is the tiny one, not generated
+    monkeypatch.delenv(timing.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)  # as `make repro` runs it: DVC names the stages relative to the working directory
+    _tiny_project(tmp_path)
+    timing.record("a", [{"epoch": 1, "seconds": 1.0}], tmp_path / "timing.csv")
+    timing.record("gone/run-s0", [{"epoch": 1, "seconds": 2.0}], tmp_path / "timing.csv")
+    assert runner.repro(tmp_path, jobs=2) == 0
+    assert (tmp_path / "b.txt").read_text() == "a\n"
+    # the first repro ran every stage: a full one, so the stage log and the timing table are written
+    log = (tmp_path / "reports" / "repro_stages.csv").read_text()
+    assert sorted(line.split(",")[0] for line in log.splitlines()[1:]) == ["a", "b"]
+    assert "| total | 2 |" in (tmp_path / "reports" / "timing.md").read_text()
+    # the record keeps the run the pipeline has (stage a's output folder) and drops the other
+    assert {r["run"] for r in timing.read(tmp_path / "timing.csv")} == {"a"}
+    assert runner.repro(tmp_path, jobs=2) == 0  # up to date: nothing reruns
+    assert (tmp_path / "ran_a.txt").read_text().count("run") == 1
+    assert runner.repro(tmp_path, jobs=2, force=True) == 0  # --force: both stages again
+    assert (tmp_path / "ran_a.txt").read_text().count("run") == 2
+    assert (tmp_path / "ran_b.txt").read_text().count("run") == 2
+    assert "repro --force" in (tmp_path / "reports" / "timing.md").read_text()
+
+
+def test_the_cli_and_make_pass_force_through():
+    from isogclr.cli import build_parser
+
+    assert build_parser().parse_args(["repro", "--force"]).force is True
+    assert build_parser().parse_args(["repro"]).force is False
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "$(if $(filter-out 0,$(FORCE)), --force)" in makefile
+
+
+def test_live_run_keeps_outputs_their_folders_and_listed_candidates(tmp_path):
+    from isogclr.repro import live_run
+
+    (tmp_path / "tuning" / "m").mkdir(parents=True)
+    (tmp_path / "tuning" / "m" / "candidates.csv").write_text("candidate,rho,seed\n0,0.1,0\n1,0.2,0\n")
+    outputs = {"runs/x-s0/metrics.json", "runs_convergence", "tuning/m/candidates.csv"}
+    assert live_run("runs/x-s0", outputs, tmp_path)  # an output lies in the run's folder
+    assert live_run("runs_convergence/emc2-A2", outputs, tmp_path)  # an output holds it
+    assert live_run("tuning/m/runs/c1-s0", outputs, tmp_path)
+    assert not live_run("tuning/m/runs/c2-s0", outputs, tmp_path)  # the selection has two candidates
+    assert not live_run("tuning/m/runs/c0-s1", outputs, tmp_path)
+    assert not live_run("runs/y-s0", outputs, tmp_path)
+    assert not live_run("runs/x", outputs, tmp_path)  # a prefix of a name is not its folder

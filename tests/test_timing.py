@@ -145,3 +145,39 @@ def test_atomic_writes_get_the_umask_permissions_not_mkstemps(tmp_path):
     for name in ("b.bin", "t.txt"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~io._UMASK
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
+
+
+def test_prune_drops_only_the_runs_that_no_longer_exist(tmp_path):
+    path = tmp_path / "timing.csv"
+    timing.record("runs/a-s0", [{"epoch": 1, "seconds": 1.0}], path)
+    timing.record("runs/gone-s0", [{"epoch": 1, "seconds": 2.0}, {"epoch": 2, "seconds": 2.0}], path)
+    before = path.read_bytes()
+    assert timing.prune(lambda run: True, path) == [] and path.read_bytes() == before
+    assert timing.prune(lambda run: run != "runs/gone-s0", path) == ["runs/gone-s0"]
+    assert timing.read(path) == [{"run": "runs/a-s0", "epoch": 1, "seconds": 1.0}]
+
+
+def test_timing_report_groups_the_stage_log_by_claim(tmp_path):
+    from isogclr.analysis.timing import claim_group, write_timing_report
+
+    log = tmp_path / "repro_stages.csv"
+    log.write_text("stage,start_s,end_s,seconds,ok,family,runs\n"
+                   "synthetic,0.0,30.0,30.0,1,synthetic,0\n"
+                   "pipelines/tune/dvc.yaml:tune@isogclr,30.0,150.0,120.0,1,tune,3\n"
+                   "pipelines/tune/dvc.yaml:tune@simclr,30.0,90.0,60.0,1,tune,3\n"
+                   "pipelines/study_ladder_synth10_lt/dvc.yaml:study_ladder_synth10_lt@simclr-s0,150.0,390.0,240.0,1,"
+                   "study_ladder_synth10_lt,3\n"
+                   "pipelines/study_gamma/dvc.yaml:study_gamma@sogclr-s0,150.0,210.0,60.0,1,study_gamma,3\n"
+                   "index,390.0,420.0,30.0,1,index,0\n")
+    text = write_timing_report(log, tmp_path / "timing.md", jobs=2, force=True, stages=6, commit="abc1234")
+    assert (tmp_path / "timing.md").read_text() == text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["| data, the reports and the index | 2 |  | 1.0 | 0.5 |",
+                    "| selection on the validation split, unimodal | 2 | 6 | 3.0 | 1.5 |",
+                    "| budget ladders and the temperature-frequency ground truth | 1 | 3 | 4.0 | 2.0 |",
+                    "| side studies, one seed (Table 3 baselines, ablations, batch size, EMC2) | 1 | 3 | 1.0 | 0.5 |",
+                    "| total | 6 | 12 | 9.0 | 4.5 |"]
+    assert "Commit abc1234, 6 of 6 stages, 2 at a time: the schedule took **7.0 min**" in text
+    assert "make repro FORCE=1" in text
+    assert claim_group("train_bimodal_side", 1) == "image-text side methods, one seed"
+    assert claim_group("train_new_family", 2) == "train_new_family"  # unknown, with runs: its own name

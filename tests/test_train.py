@@ -235,7 +235,7 @@ def test_warmup_epochs_and_iters_are_exclusive(smoke_params, optimizer, message)
 
 
 def test_torchrun_two_cpu_processes(tmp_path, smoke_params, smoke_data):
-    """The README's multi-process command, on CPU with gloo: the run completes and rank 0 writes the outputs."""
+    """The multi-process command of docs/profiles.md, on CPU with gloo: the run completes, rank 0 writes outputs."""
     _, params = smoke_run(smoke_params, smoke_data, epochs=1)
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))

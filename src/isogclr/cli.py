@@ -269,7 +269,7 @@ def _convergence(args: argparse.Namespace) -> int:
 def _repro(args: argparse.Namespace) -> int:
     from .repro import repro
 
-    return repro(Path(args.root), args.jobs)
+    return repro(Path(args.root), args.jobs, force=args.force)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -404,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repro", help="`dvc repro` with up to --jobs stages at a time (see isogclr.repro)")
     p.add_argument("--jobs", type=int, default=2, help="stages at a time; 1 = plain `dvc repro` order")
     p.add_argument("--root", default=".", help="the DVC project")
+    p.add_argument("--force", action="store_true",
+                   help="rerun every stage, up to date or not (verifies the replication from scratch)")
     p.set_defaults(func=_repro)
     for command in sub.choices.values():
         command.formatter_class = _HelpFormatter

@@ -15,6 +15,12 @@ How it works, using only what DVC provides:
   one process at a time; each stage's outputs carry DVC's own per-path read/write locks.
 * When the schedule is done, a plain ``dvc repro`` runs; it finds nothing to do unless a stage
   was missed, and it is the same check a researcher would run.
+* With ``force`` (``--force``, ``make repro FORCE=1``) every stage runs, up to date or not, each as
+  ``dvc repro --single-item --force <stage>``: the way to verify the replication from scratch.
+* After a full repro (every stage ran), each stage's wall time goes to ``reports/repro_stages.csv`` and,
+  grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.timing.write_timing_report`); after a
+  successful repro the timing record ``timing.csv`` drops the rows of runs the pipeline no longer has
+  (:func:`live_run`).
 
 The results do not depend on ``jobs``: the number of torch threads of a run is a parameter
 (``train.num_threads``, ``bimodal.num_threads``), not a property of how the pipeline was started.
@@ -33,15 +39,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 
-def stage_graph(root: Path) -> tuple[dict[str, set[str]], set[str]]:
-    """Each stage's direct upstream stages, and the stages to run (out of date, or downstream of one)."""
+def stage_graph(root: Path, force: bool = False) -> tuple[dict[str, set[str]], set[str]]:
+    """Each stage's direct upstream stages, and the stages to run (out of date, or downstream of one; every
+    stage with ``force``)."""
     import networkx as nx
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
         graph = repo.index.graph  # an edge a -> b: stage a depends on an output of stage b
         upstream = {s.addressing: {d.addressing for d in graph.successors(s)} for s in graph.nodes}
-        stale = set(repo.status())
+        stale = set(upstream) if force else set(repo.status())
         by_name = {s.addressing: s for s in graph.nodes}
         to_run = set(stale)
         for name in stale:
@@ -58,11 +65,14 @@ def run_schedule(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     log: Callable[[str], None] = print,
+    times: list[dict] | None = None,
 ) -> list[str]:
     """Run ``command(stage)`` for every stage of ``to_run``, at most ``jobs`` at once, upstream first.
 
     A stage starts once none of its upstream stages in ``to_run`` is pending or running. After a
-    failure no new stage starts; the running ones finish. Returns the stages that failed.
+    failure no new stage starts; the running ones finish. Returns the stages that failed. ``times``, if
+    given, receives one row per finished stage: ``stage``, ``start_s`` and ``end_s`` (seconds since the
+    schedule started), ``seconds``, ``ok``.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -75,6 +85,7 @@ def run_schedule(
     done: set[str] = set()
     failed: list[str] = []
     total = len(pending)
+    origin = time.perf_counter()
 
     def ready(stage: str) -> bool:
         return not (upstream[stage] & (set(pending) | set(running)))
@@ -102,6 +113,10 @@ def run_schedule(
             pump.join()
             del running[stage]
             seconds = time.perf_counter() - t0
+            if times is not None:
+                start = t0 - origin
+                times.append({"stage": stage, "start_s": round(start, 1), "end_s": round(start + seconds, 1),
+                              "seconds": round(seconds, 1), "ok": int(proc.returncode == 0)})
             if proc.returncode == 0:
                 done.add(stage)
                 log(f"[{len(done)}/{total}] finished {stage} in {seconds:.0f} s")
@@ -124,26 +139,103 @@ def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, st
     return env
 
 
-def repro(root: Path, jobs: int) -> int:
-    """Bring the pipeline of the DVC project at ``root`` up to date, ``jobs`` stages at a time.
+def stage_outputs(root: Path) -> dict[str, list[str]]:
+    """Each stage's declared outputs (metrics and plots included), as paths relative to ``root``."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return {s.addressing: [Path(o.fs_path).resolve().relative_to(Path(root).resolve()).as_posix() for o in s.outs]
+                for s in repo.index.stages}
+
+
+def _candidates(csv_path: Path) -> set[tuple[int, int]]:
+    """The (candidate, seed) pairs of a selection's ``candidates.csv`` (empty when it is missing)."""
+    import csv
+
+    if not csv_path.is_file():
+        return set()
+    with csv_path.open(newline="") as f:
+        return {(int(r["candidate"]), int(r["seed"])) for r in csv.DictReader(f)}
+
+
+def live_run(key: str, outputs: set[str], root: Path) -> bool:
+    """Whether the run ``key`` of the timing record still belongs to the pipeline: an output of a stage is the
+    run's folder, lies in it or holds it (``runs_convergence`` holds ``runs_convergence/emc2-A2``); a selection
+    candidate ``<dir>/runs/c<i>-s<seed>`` (scratch, not an output) lives while ``<dir>/candidates.csv`` is an
+    output listing candidate i with that seed."""
+    if any(o == key or o.startswith(key + "/") or key.startswith(o + "/") for o in outputs):
+        return True
+    parts = key.rsplit("/", 2)
+    if len(parts) == 3 and parts[1] == "runs" and parts[2].startswith("c") and "-s" in parts[2]:
+        table = f"{parts[0]}/candidates.csv"
+        candidate, _, seed = parts[2][1:].partition("-s")
+        if table in outputs and candidate.isdigit() and seed.isdigit():
+            return (int(candidate), int(seed)) in _candidates(Path(root) / table)
+    return False
+
+
+def _runs(outputs: list[str], root: Path) -> int:
+    """Training runs of a stage: its ``metrics.json`` outputs, plus the candidates of a selection stage."""
+    return (sum(o.endswith("/metrics.json") for o in outputs)
+            + sum(len(_candidates(Path(root) / o)) for o in outputs if o.endswith("/candidates.csv")))
+
+
+def write_stage_log(times: list[dict], outputs: Mapping[str, list[str]], root: Path, jobs: int,
+                    force: bool, stages: int) -> Path:
+    """``reports/repro_stages.csv`` (one row per stage run: its family, runs and times) and ``reports/timing.md``."""
+    from .analysis.timing import write_timing_report
+    from .io import csv_text, save_text
+
+    rows = [{**t, "family": stage_family(t["stage"]), "runs": _runs(outputs.get(t["stage"], []), root)}
+            for t in times]
+    path = Path(root) / "reports" / "repro_stages.csv"
+    save_text(csv_text(rows), path)
+    write_timing_report(path, Path(root) / "reports" / "timing.md", jobs=jobs, force=force, stages=stages)
+    return path
+
+
+def stage_family(stage: str) -> str:
+    """A stage's family: the name of its ``foreach`` block (``pipelines/train/dvc.yaml:train@isogclr-synth10`` ->
+    ``train``), else its own name."""
+    return stage.rsplit(":", 1)[-1].split("@", 1)[0]
+
+
+def repro(root: Path, jobs: int, force: bool = False) -> int:
+    """Bring the pipeline of the DVC project at ``root`` up to date, ``jobs`` stages at a time; with ``force``,
+    rerun every stage.
 
     ``dvc.yaml`` is first regenerated from ``params.yaml`` (:mod:`isogclr.pipeline`), so a profile copied
     over params.yaml or a new study block runs with its own stages.
     """
+    from . import timing
     from .pipeline import main as write_pipeline
 
-    if write_pipeline(str(Path(root) / "params.yaml"), str(Path(root) / "dvc.yaml")):
+    root = Path(root)
+    if write_pipeline(str(root / "params.yaml"), str(root / "dvc.yaml")):
         return 1
     dvc = str(Path(sys.executable).parent / "dvc")
     t0 = time.perf_counter()
-    upstream, to_run = stage_graph(root)
-    print(f"{len(to_run)} of {len(upstream)} stages to run, {jobs} at a time "
-          f"(found in {time.perf_counter() - t0:.0f} s)", flush=True)
-    failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", s],
-                          jobs, env=worker_env(jobs), cwd=root, log=lambda line: print(line, flush=True))
+    upstream, to_run = stage_graph(root, force=force)
+    print(f"{len(to_run)} of {len(upstream)} stages to run{' (--force: all of them)' if force else ''}, "
+          f"{jobs} at a time (found in {time.perf_counter() - t0:.0f} s)", flush=True)
+    times: list[dict] = []
+    flag = ["--force"] if force else []
+    failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", *flag, s],
+                          jobs, env=worker_env(jobs), cwd=root, log=lambda line: print(line, flush=True), times=times)
+    outputs = stage_outputs(root)
+    if times and len(to_run) == len(upstream):  # a full repro (forced, or of a fresh project): its timing table
+        print(f"wrote {write_stage_log(times, outputs, root, jobs, force, len(upstream))} and reports/timing.md",
+              flush=True)
     if failed:
         print(f"failed: {', '.join(failed)}; their output is above", file=sys.stderr)
         return 1
     print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
           flush=True)
-    return subprocess.run([dvc, "repro"], cwd=root).returncode
+    code = subprocess.run([dvc, "repro"], cwd=root).returncode
+    if code == 0:
+        live = {o for outs in outputs.values() for o in outs}
+        record = timing.default_path() if os.environ.get(timing.ENV) else root / timing.FILENAME
+        dropped = timing.prune(lambda key: live_run(key, live, root), record)
+        if dropped:
+            print(f"{timing.FILENAME}: dropped the rows of {len(dropped)} runs the pipeline no longer has", flush=True)
+    return code

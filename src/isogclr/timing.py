@@ -10,7 +10,8 @@ relative to the project root, e.g. ``runs/isogclr-synth10-s0``, ``studies/batch_
 :func:`record` replaces every row of one run under :func:`isogclr.io.locked` on ``timing.csv.lock``
 (two training processes may finish at once) and rewrites the file atomically, rows sorted by
 (run, epoch, step), so the file's bytes depend only on its content. :func:`read` returns the rows
-(a pandas DataFrame with ``as_frame=True``); a missing file is an empty record.
+(a pandas DataFrame with ``as_frame=True``); a missing file is an empty record. :func:`prune` drops the rows
+of runs that no longer exist (``python -m isogclr repro`` calls it after a successful repro).
 
 The bottom layer: imports only the standard library and :mod:`isogclr.io`. The file is
 ``timing.csv`` in the current working directory (the project root in every stage) unless the
@@ -100,6 +101,21 @@ def record(run: str, rows: list[dict[str, Any]], path: Path | str | None = None)
         present = {k for row in merged for k in row}
         columns = [c for c in COLUMNS if c in present]
         save_text(csv_text([{c: row.get(c, "") for c in columns} for row in merged]), path)
+
+
+def prune(keep, path: Path | str | None = None) -> list[str]:  # noqa: ANN001 (a predicate on run keys)
+    """Drop the rows of every run for which ``keep(run)`` is false (runs the pipeline no longer has), under the
+    lock, written atomically; returns the dropped runs, sorted. The file is left untouched when nothing is dropped."""
+    path = Path(path) if path is not None else default_path()
+    with locked(path.with_name(path.name + ".lock")):
+        rows = _read_rows(path)
+        dropped = sorted({row["run"] for row in rows if not keep(row["run"])})
+        if dropped:
+            kept = [row for row in rows if row["run"] not in dropped]
+            present = {k for row in kept for k in row}
+            columns = [c for c in COLUMNS if c in present]
+            save_text(csv_text([{c: row.get(c, "") for c in columns} for row in kept]), path)
+    return dropped
 
 
 def read(path: Path | str | None = None, as_frame: bool = False):  # noqa: ANN201 (list or DataFrame)

@@ -2,9 +2,14 @@
 
 Input per report ``name``: the executed notebook ``reports/<name>.ipynb`` (its title is the first
 markdown heading) and its verdicts ``reports/verdicts/<name>.csv`` (:mod:`.verdicts`). Output:
-``reports/html/<name>.html`` (nbconvert's ``basic`` template, inputs shown, wrapped in a small page
-that shares ``reports/html/style.css`` instead of embedding nbconvert's stylesheet in every file),
+``reports/html/<name>.html`` (nbconvert's ``basic`` template, wrapped in a small page that shares
+``reports/html/style.css`` instead of embedding nbconvert's stylesheet in every file),
 ``reports/index.html`` and ``reports/README.md``.
+
+A report page reads as a report: its claim (the notebook's first markdown cell), then its verdicts
+(the table of the index), then the notebook's prose, tables and figures. Each code cell's input is
+folded in a closed ``<details>`` ("code"; the notebook keeps it), and printed captions wrap instead of
+scrolling sideways.
 Deterministic: no timestamps, reports in the order given.
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import jinja2
 import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
@@ -21,10 +27,24 @@ from ..io import save_text
 from .tables import FIGURE_METADATA
 from .verdicts import STATUSES, count_statuses
 
-_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
           "pre{background:#f6f6f6;padding:6px;overflow-x:auto}img{max-width:100%}"
-          "img.thumb{max-width:360px;border:1px solid #ccc}\n")
+          "img.thumb{max-width:360px;border:1px solid #ccc}"
+          # a printed caption is prose: it wraps at the page's edge instead of scrolling in a code box
+          ".output_text pre{background:none;padding:0;white-space:pre-wrap;overflow-wrap:anywhere;"
+          "font-family:sans-serif}"
+          ".prompt{display:none}details.code{margin:4px 0}details.code summary{color:#777;font-size:12px;"
+          "cursor:pointer}.verdicts{background:#f6f8fa;border-left:4px solid #888;padding:4px 12px}"
+          ".verdicts td:nth-child(3){min-width:170px}\n")  # the effect and its interval on one or two lines
+# nbconvert's basic template with each code cell's input folded in a closed <details>
+_FOLDED = """{%- extends 'basic/index.html.j2' -%}
+{% block input_group -%}
+<details class="code"><summary>code</summary>
+{{ super() }}
+</details>
+{%- endblock input_group %}
+"""
 _BACK = '<p><a href="../index.html">&larr; all reports</a></p>'  # on every report page, above and below
 # glyphs in common text fonts (DejaVu, Liberation), not emoji: a page renders without an emoji font
 _MARK = {"supported": "✓ supported", "contradicted": "✗ contradicted", "inconclusive": "? inconclusive",
@@ -91,17 +111,43 @@ def _verdicts(reports_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(path).astype(object).fillna("")  # "" where a verdict has no number
 
 
+def _verdict_rows_html(verdicts: pd.DataFrame) -> str:
+    rows = "".join(f"<tr><td>{html.escape(r.claim)}</td><td>{_MARK[r.status]}</td>"
+                   f"<td>{html.escape(_effect(r))}</td><td>{html.escape(r.evidence)}</td></tr>"
+                   for r in verdicts.itertuples())
+    return (f"<table><tr><th>claim</th><th>verdict</th><th>effect [95% CI]</th><th>evidence</th></tr>{rows}"
+            "</table>")
+
+
+def report_exporter() -> HTMLExporter:
+    """nbconvert's ``basic`` HTML exporter, each code cell's input folded in a closed ``<details>``."""
+    return HTMLExporter(template_name="basic", template_file="folded.html.j2",
+                        extra_loaders=[jinja2.DictLoader({"folded.html.j2": _FOLDED})])
+
+
+def _verdicts_up_front(nb, verdicts: pd.DataFrame):  # noqa: ANN001, ANN202
+    """The notebook with its verdicts as a cell after its first markdown cell (the claim)."""
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+    cell = nbformat.v4.new_markdown_cell(
+        f'<div class="verdicts">\n\n**Verdicts** ({_summary(count_statuses(verdicts["status"]))}; computed at the '
+        f"end of this report)\n\n{_verdict_rows_html(verdicts)}\n\n</div>")
+    cell.id = "verdicts"  # a fixed id: the page's bytes depend only on the notebook
+    nb.cells.insert(first + 1, cell)
+    return nb
+
+
 def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None:
     reports_dir = Path(reports_dir)
-    exporter = HTMLExporter(template_name="basic")
+    exporter = report_exporter()
     save_text(_STYLE, reports_dir / "html" / "style.css")
     sections_md, sections_html, counts = [], [], count_statuses([])
     for name in names:
         notebook = reports_dir / f"{name}.ipynb"
         if not notebook.exists():
             raise FileNotFoundError(f"{notebook} is missing: run `dvc repro` first")
-        body, _ = exporter.from_notebook_node(_figures_as_files(nbformat.read(notebook, as_version=4), reports_dir))
         title, verdicts = notebook_title(notebook), _verdicts(reports_dir, name)
+        nb = _verdicts_up_front(_figures_as_files(nbformat.read(notebook, as_version=4), reports_dir), verdicts)
+        body, _ = exporter.from_notebook_node(nb)
         save_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
                   f"<link rel='stylesheet' href='style.css'></head><body>\n{_BACK}\n{body}\n{_BACK}\n</body></html>\n",
                   reports_dir / "html" / f"{name}.html")
@@ -115,12 +161,8 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
                            f"{_summary(mine)}\n\n| claim | verdict | effect [95% CI] | evidence |\n|---|---|---|---|\n"
                            + "".join(f"| {r.claim} | {_MARK[r.status]} | {_effect(r)} | {r.evidence} |\n"
                                      for r in verdicts.itertuples()))
-        rows = "".join(f"<tr><td>{html.escape(r.claim)}</td><td>{_MARK[r.status]}</td>"
-                       f"<td>{html.escape(_effect(r))}</td><td>{html.escape(r.evidence)}</td></tr>"
-                       for r in verdicts.itertuples())
         sections_html.append(f'<h2><a href="html/{name}.html">{html.escape(title)}</a></h2>\n{thumb_html}'
-                             f"<p>{_summary(mine)}</p>\n<table><tr><th>claim</th><th>verdict</th>"
-                             f"<th>effect [95% CI]</th><th>evidence</th></tr>{rows}</table>")
+                             f"<p>{_summary(mine)}</p>\n{_verdict_rows_html(verdicts)}")
     summary = _summary(counts)
     intro = (f"Reports of profile `{profile}`, each an executed notebook regenerated by `dvc repro`. "
              f"Verdicts are computed by the notebooks from our runs ({summary}). A claim's effect is signed "
