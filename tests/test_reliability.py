@@ -1,0 +1,164 @@
+"""Hostile input and broken files: checkpoints, `.pt` files, run locks, generators' output folders.
+
+Each test is one case of the reliability review (a planted pickle, a truncated file, two runs at once, a
+generator pointed at a folder it did not write).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from isogclr import io as iso_io
+from isogclr.train.engine import fit
+
+
+class _TinyTask:
+    """The smallest :class:`~isogclr.train.engine.Task`: a linear layer pulled towards zero."""
+
+    run_id, method, epochs, steps_per_epoch, batch_size = "tiny", "tiny", 2, 2, 4
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = nn.Linear(3, 2)
+        self.loss_fn = nn.Module()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
+        self.x = torch.randn(4, 3)
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        pass
+
+    def loss(self, batch: int) -> torch.Tensor:
+        return self.model(self.x).pow(2).mean()
+
+    def epoch_columns(self, epoch: int) -> dict:
+        return {}
+
+    def state_dict(self) -> dict:
+        return {"rng": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        torch.set_rng_state(state["rng"])
+
+
+def _fit(ckpt: Path, **kwargs) -> list[dict]:
+    task = _TinyTask()
+    return fit(task, total_steps=task.epochs * task.steps_per_epoch, warmup_steps=0, final_lr_fraction=1.0,
+               ckpt_path=ckpt, curves_dir=None, **kwargs)
+
+
+class _Planted:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204 (what a hostile pickle does: call a function on load)
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_checkpoint_pickle_is_refused_and_runs_nothing(tmp_path):
+    ckpt, marker = tmp_path / "ckpt" / "checkpoint.pt", tmp_path / "ran"
+    ckpt.parent.mkdir()
+    torch.save({"model": _Planted(marker), "step": 0}, ckpt)
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        _fit(ckpt)
+    assert not marker.exists(), "the checkpoint's pickle ran code"
+    assert str(ckpt) in str(err.value) and "refused" in str(err.value) and "move it aside" in str(err.value)
+
+
+def test_a_checkpoint_resumes_with_weights_only(tmp_path):
+    """The engine's own checkpoint holds only types weights_only=True accepts, and the resume is exact."""
+    ckpt = tmp_path / "checkpoint.pt"
+    whole = _fit(tmp_path / "whole.pt")
+
+    def stop(epoch: int) -> None:
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(ckpt, on_epoch_end=stop)
+    torch.load(ckpt, weights_only=True)  # raises if any other type is in it
+    assert _fit(ckpt) == whole
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_checkpoint_names_the_file_and_says_to_move_it_aside(tmp_path, damage):
+    ckpt = tmp_path / "checkpoint.pt"
+
+    def stop(epoch: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(ckpt, on_epoch_end=stop)
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        _fit(ckpt)
+    message = str(err.value)
+    assert str(ckpt) in message and f"mv {ckpt} {ckpt}.bad" in message and "start the run over" in message
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_features_file_names_the_file_and_the_run(tmp_path, damage):
+    from isogclr.analysis.embeddings import load_features
+
+    path = tmp_path / "run-s0" / "artifacts" / "features.pt"
+    path.parent.mkdir(parents=True)
+    torch.save({"test": torch.zeros(50, 8), "test_labels": torch.zeros(50, dtype=torch.long)}, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        load_features(tmp_path, "run-s0")
+    assert str(path) in str(err.value) and "rerun the training run run-s0" in str(err.value)
+
+
+def test_every_torch_load_goes_through_the_one_loader():
+    src = Path(iso_io.__file__).parent
+    users = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if "torch.load(" in p.read_text())
+    assert users == ["io.py"]
+
+
+def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_path):
+    ckpt = tmp_path / "checkpoint.pt"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from isogclr.io import held_by_one
+        with held_by_one({str(ckpt) + '.lock'!r}, "run tiny"):
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(iso_io.BusyError) as err:
+            _fit(ckpt)
+        assert f"pid {holder.pid}" in str(err.value) and "run tiny" in str(err.value)
+        assert not ckpt.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(_fit(ckpt)) == 2  # the holder is gone: its lock went with it
+
+
+def test_held_by_one_is_released_after_the_block(tmp_path):
+    with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+        with pytest.raises(iso_io.BusyError):
+            with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+                pass
+    with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+        pass
+
+
+def test_read_lines_names_the_line_that_is_not_utf8(tmp_path):
+    path = tmp_path / "captions.tsv"
+    path.write_bytes(b"a dog\timages/1.png\nbad \xff caption\timages/2.png\n")
+    (tmp_path / "ok.tsv").write_text("x\r\ny\n")
+    assert iso_io.read_lines(tmp_path / "ok.tsv") == ["x", "y"]
+    with pytest.raises(ValueError, match=r"captions.tsv:2: not UTF-8"):
+        iso_io.read_lines(path)
