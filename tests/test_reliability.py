@@ -133,7 +133,8 @@ def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_pa
         with held_by_one({str(ckpt) + '.lock'!r}, "run tiny"):
             print("held", flush=True)
             time.sleep(60)
-        """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
+        """)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(iso_io.BusyError) as err:
