@@ -113,11 +113,14 @@ def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu")
                                   f"truncated or corrupt): {fix}") from None
 
 
-def generated_folder(out_dir: Path | str, own: Callable[[Path], bool], command: str) -> Path:
-    """Where a generator writes ``out_dir``: a fresh temporary sibling folder, returned, that
-    :func:`install_folder` then moves into place. Refuses (FileExistsError) an ``out_dir`` that is a file,
-    or a non-empty folder ``own`` does not recognise as this generator's output (it would be deleted). A
-    symbolic link is followed: the folder it points to is the one replaced."""
+@contextlib.contextmanager
+def generated_folder(out_dir: Path | str, own: Callable[[Path], bool], command: str) -> Iterator[Path]:
+    """How a generator writes its output folder ``out_dir``: the ``with`` block writes into a fresh temporary
+    sibling folder (yielded), which then replaces ``out_dir`` (the old folder renamed aside first, then
+    removed: ``out_dir`` is the old or the new folder); on an error the temporary folder is removed and
+    ``out_dir`` is left as it was. Refused before anything is written (FileExistsError): an ``out_dir`` that
+    is a file, or a non-empty folder that ``own`` does not recognise as this generator's output (``command``,
+    for the message). A symbolic link is followed: the folder it points to is the one replaced."""
     out = Path(out_dir)
     if out.is_symlink():
         out = out.resolve()
@@ -128,28 +131,24 @@ def generated_folder(out_dir: Path | str, own: Callable[[Path], bool], command: 
                               f"own files are missing): it would be replaced with everything in it. Choose another "
                               "--out, or move the folder aside yourself")
     out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
-
-
-def install_folder(tmp: Path | str, out_dir: Path | str) -> None:
-    """Move the finished folder ``tmp`` (from :func:`generated_folder`) to ``out_dir``, replacing the former
-    output: the old folder is renamed aside first, then removed, so ``out_dir`` is the old or the new folder."""
-    tmp, out = Path(tmp), Path(out_dir)
-    if out.is_symlink():
-        out = out.resolve()
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
-        os.rename(out, old / "x")
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
-        os.replace(tmp, out)
-    except OSError:
-        if old is not None:
-            os.rename(old / "x", out)
-        raise
+        yield tmp
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+            os.rename(out, old / "x")
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if old is not None:
+                os.rename(old / "x", out)
+            raise
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
     finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def read_lines(path: Path | str) -> list[str]:
