@@ -163,3 +163,48 @@ def test_read_lines_names_the_line_that_is_not_utf8(tmp_path):
     assert iso_io.read_lines(tmp_path / "ok.tsv") == ["x", "y"]
     with pytest.raises(ValueError, match=r"captions.tsv:2: not UTF-8"):
         iso_io.read_lines(path)
+
+
+def _import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at the top or inside a function), from the source."""
+    import ast
+
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name_of(p): p for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here.split(".")[: len(here.split(".")) - node.level + 1]) if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                targets = [module] + [f"{module}.{a.name}" for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_the_package_has_no_import_circle():
+    graph = _import_graph(Path(iso_io.__file__).parent)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                circle = path[path.index(target):] + [target]
+                pytest.fail("import circle: " + " -> ".join(circle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert "isogclr.data.webdataset" in graph["isogclr.data.pairs_folder"]  # the walk sees lazy imports too
