@@ -74,3 +74,16 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
 def test_worker_env_splits_the_cores_unless_the_user_chose():
     assert worker_env(2, {"PATH": "/bin"})["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
     assert worker_env(2, {"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"
+
+
+def test_stages_run_the_interpreter_that_runs_the_pipeline(tmp_path):
+    """A stage's bare `python` (run through a shell, as DVC runs a stage's cmd) is this interpreter even when its
+    folder is not on the user's PATH (`.venv/bin/python -m isogclr repro`)."""
+    env = worker_env(1, {"PATH": "/usr/bin:/bin"})
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert env["PATH"].split(os.pathsep)[1:] == ["/usr/bin", "/bin"]
+    out = tmp_path / "prefix.txt"
+    failed = run_schedule({"s": set()}, {"s"}, lambda stage: [
+        "/bin/sh", "-c", f"python -c 'import sys; open(\"{out}\", \"w\").write(sys.prefix)'"], 1, env=env,
+        log=lambda line: None)
+    assert failed == [] and out.read_text() == sys.prefix

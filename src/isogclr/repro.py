@@ -16,6 +16,11 @@ How it works, using only what DVC provides:
 * When the schedule is done, a plain ``dvc repro`` runs; it finds nothing to do unless a stage
   was missed, and it is the same check a researcher would run.
 
+Stages call ``python`` (and ``dvc`` runs them through a shell): each stage's ``PATH`` starts with the folder
+of the interpreter that runs this command, so ``.venv/bin/python -m isogclr repro`` runs every stage with that
+same environment even when ``.venv/bin`` is not first on the user's ``PATH`` (a bare ``python`` there would be
+another interpreter, without isogclr, and fail after DVC had already removed the stage's outputs).
+
 The results do not depend on ``jobs``: the number of torch threads of a run is a parameter
 (``train.num_threads``, ``bimodal.num_threads``), not a property of how the pipeline was started.
 Processes that do not set it (the report notebooks) get ``OMP_NUM_THREADS = cores // jobs``
@@ -118,9 +123,13 @@ def _prefix_lines(proc: subprocess.Popen, stage: str, log: Callable[[str], None]
 
 
 def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of each stage: OMP_NUM_THREADS = cores // jobs unless already set."""
+    """The environment of each stage: OMP_NUM_THREADS = cores // jobs unless already set, and ``PATH`` led by the
+    folder of this interpreter (``sys.executable``, not resolved: a virtual environment's ``bin``), so the stages'
+    ``python`` is the one running the pipeline."""
     env = dict(os.environ if base is None else base)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+    here = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([here, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != here)])
     return env
 
 
@@ -139,11 +148,12 @@ def repro(root: Path, jobs: int) -> int:
     upstream, to_run = stage_graph(root)
     print(f"{len(to_run)} of {len(upstream)} stages to run, {jobs} at a time "
           f"(found in {time.perf_counter() - t0:.0f} s)", flush=True)
+    env = worker_env(jobs)
     failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", s],
-                          jobs, env=worker_env(jobs), cwd=root, log=lambda line: print(line, flush=True))
+                          jobs, env=env, cwd=root, log=lambda line: print(line, flush=True))
     if failed:
         print(f"failed: {', '.join(failed)}; their output is above", file=sys.stderr)
         return 1
     print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
           flush=True)
-    return subprocess.run([dvc, "repro"], cwd=root).returncode
+    return subprocess.run([dvc, "repro"], cwd=root, env=env).returncode
