@@ -208,3 +208,28 @@ def test_the_package_has_no_import_circle():
         if module not in state:
             visit(module, [module])
     assert "isogclr.data.webdataset" in graph["isogclr.data.pairs_folder"]  # the walk sees lazy imports too
+
+
+def test_a_tracked_table_refuses_a_wall_clock_column(tmp_path):
+    import pandas as pd
+
+    from isogclr.analysis.tables import write_table
+
+    table = pd.DataFrame({"method": ["emc2"], "objective": [-0.24], "train_seconds": [9.0]}).set_index("method")
+    with pytest.raises(ValueError, match=r"emc2_augmentations: the table has wall-clock column\(s\) \['train_seconds"):
+        write_table(table, tmp_path / "emc2_augmentations", "caption")
+    assert not list(tmp_path.iterdir())
+    write_table(table.drop(columns="train_seconds"), tmp_path / "emc2_augmentations", "caption")
+    assert (tmp_path / "emc2_augmentations.csv").read_text() == "method,objective\nemc2,-0.24\n"
+
+
+def test_the_emc2_report_writes_its_tables_without_wall_clock():
+    """The notebook shows the training seconds beside its tables, from the timing record, never inside them."""
+    import ast
+
+    source = (Path(__file__).parents[1] / "notebooks" / "src" / "emc2_convergence.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "write_table":
+            assert "seconds" not in ast.unparse(node.args[0])
+    assert 'study.convergence["train_seconds"]' not in source and 'study.augmentations["train_seconds"]' not in source
+    assert "convergence_seconds(" in source  # the times still come from the timing record
