@@ -281,3 +281,31 @@ def test_a_bad_emc2_convergence_value_fails_validation_naming_the_key(smoke_para
     params["emc2_convergence"].update(section)
     with pytest.raises(ConfigError, match=f"^{key}"):
         validate_params(params)
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ("methods.simclr.tau: .nan", "methods.simclr.tau: expected a finite number"),
+    ("methods.simclr.tau: .inf", "methods.simclr.tau: expected a finite number"),
+    ("methods.simclr.tau: abc", "methods.simclr.tau: expected a number, got 'abc'"),
+    ("train.optimizer.lr: .nan", "train.optimizer.lr: expected a finite number"),
+    ("train.epochs: 2.5", "train.epochs: expected an integer, got 2.5"),
+    ("train.epochs: true", "train.epochs: expected an integer, got True"),
+    ("train.epochs: ten", "train.epochs: expected an integer, got 'ten'"),
+    ("train.channels_last: 1", "train.channels_last: expected true or false"),
+    ("tuning.methods.simclr.tau: [0.2, .nan]", r"tuning.methods.simclr.tau\[1\]: expected a finite number"),
+    ("data.synthetic.noise: .nan", "data.synthetic.noise: expected a finite number"),
+])
+def test_validate_refuses_a_wrong_type_or_non_finite_number_naming_the_key(tmp_path, smoke_params, change, key):
+    params = copy.deepcopy(smoke_params)
+    dotted, _, value = change.partition(": ")
+    *parents, last = dotted.split(".")
+    node = params
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = yaml.safe_load(value)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(ConfigError, match=key):
+        validate_params(load_params(path))
+    with pytest.raises(ConfigError, match=key):
+        validate_params(params)

@@ -31,9 +31,14 @@ def tree(tmp_path):
     return tmp_path
 
 
-def test_image_folder_skips_and_reports_corrupt(tree):
-    with pytest.warns(UserWarning, match=r"skipped 1 unreadable image\(s\) of 7 .*broken.JPEG"):
-        data = image_folder(tree, "train", size=8)
+def test_image_folder_refuses_a_corrupt_image_naming_it(tree):
+    with pytest.raises(ValueError, match=r"train: 1 of 7 samples cannot be read \(.*broken.JPEG: .*replace or remove"):
+        image_folder(tree, "train", size=8)
+
+
+def test_image_folder_skips_and_reports_corrupt_within_max_unreadable(tree):
+    with pytest.warns(UserWarning, match=r"1 of 7 samples cannot be read .*broken.JPEG.*skipped"):
+        data = image_folder(tree, "train", size=8, max_unreadable=1)
     assert data.images.shape == (6, 3, 8, 8) and data.images.dtype == torch.uint8
     assert data.labels.tolist() == [0, 0, 0, 1, 1, 1] and data.class_names == ["n01", "n02"]
     assert torch.equal(data.source_index, torch.arange(6))

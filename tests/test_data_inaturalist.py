@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 
@@ -10,6 +11,7 @@ import torch
 from PIL import Image
 
 from isogclr.data import inaturalist, load_dataset
+from isogclr.data.folder import decode_labelled
 from isogclr.data.inaturalist import load_inaturalist
 
 # listed out of id order; labels follow sorted ids: 2 -> 0, 5 -> 1, 7 -> 2
@@ -50,10 +52,13 @@ def inat_root(tmp_path):
     return tmp_path, train, val
 
 
-def test_train_skips_and_reports_unreadable(inat_root, monkeypatch):
+def test_train_refuses_unreadable_images_counting_them(inat_root, monkeypatch):
     root, train, _ = inat_root
     monkeypatch.setattr(inaturalist, "INATURALIST_SIZE", 8)
-    with pytest.warns(UserWarning, match=r"train2018.json: skipped 2 unreadable image\(s\) of 6 "):
+    with pytest.raises(ValueError, match=r"train2018.json: 2 of 6 samples cannot be read"):
+        load_dataset("inaturalist", root, "train")
+    monkeypatch.setattr(inaturalist, "decode_labelled", functools.partial(decode_labelled, max_unreadable=2))
+    with pytest.warns(UserWarning, match=r"train2018.json: 2 of 6 samples cannot be read"):
         data = load_dataset("inaturalist", root, "train")
     assert data.images.shape == (4, 3, 8, 8) and data.images.dtype == torch.uint8
     assert data.labels.tolist() == [2, 0, 1, 2]
@@ -84,7 +89,7 @@ def test_no_readable_image_and_unannotated_image(tmp_path):
     base = tmp_path / "inaturalist"
     base.mkdir()
     _write_split(base, "val2018.json", [(2, "missing")], 0)
-    with pytest.warns(UserWarning), pytest.raises(FileNotFoundError, match="no readable images"):
+    with pytest.raises(ValueError, match="1 of 1 samples cannot be read"):
         load_inaturalist(tmp_path, "test", size=8)
     meta = _write_split(base, "train2018.json", [(2, "ok"), (5, "ok")], 0)
     meta["annotations"] = meta["annotations"][:1]

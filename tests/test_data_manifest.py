@@ -177,9 +177,10 @@ def test_install_race_keeps_the_first_folder(tmp_path):
     for copy in ("a", "b"):
         shutil.copytree(root / "synthetic", tmp_path / copy)
         (tmp_path / copy / "marker").write_text(copy)
+        manifest.write_stamp(tmp_path / copy, written["sha256"], written["spec"])  # as a verified rebuild has
     shutil.rmtree(root / "synthetic")
-    assert manifest._install(tmp_path / "a", root / "synthetic", written["sha256"])
-    assert not manifest._install(tmp_path / "b", root / "synthetic", written["sha256"])
+    assert manifest._install(tmp_path / "a", root / "synthetic", written)
+    assert not manifest._install(tmp_path / "b", root / "synthetic", written)
     assert (root / "synthetic" / "marker").read_text() == "a"
 
 
@@ -226,3 +227,88 @@ def test_restore_data_command(tmp_path, fashion_source, capsys):
     assert "notes" not in out and "restored 3 generated dataset(s)" in out
     assert main(["restore-data", "--root", str(tmp_path / "empty")]) == 0
     assert "nothing to restore" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_a_generator_refuses_a_folder_it_did_not_write(name, tmp_path, fashion_source):
+    root = tmp_path / "data"
+    mine = root / name
+    mine.mkdir(parents=True)
+    (mine / "thesis.tex").write_text("years of work")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"data": {"root": str(root), name: TINY[name]}}))
+    with pytest.raises(FileExistsError, match=rf"{mine} already exists, is not empty and was not written by"):
+        main([COMMANDS[name], "--params", str(params), "--out", str(mine)])
+    assert (mine / "thesis.tex").read_text() == "years of work" and sorted(p.name for p in mine.iterdir()) == [
+        "thesis.tex"]
+    assert sorted(p.name for p in root.iterdir()) == [name]  # no temporary folder left behind
+    # its own output is replaced (a rerun), with nothing of the former folder left
+    shutil.rmtree(mine)
+    _make(root, name)
+    (root / name / "stray.txt").write_text("x")
+    _make(root, name)
+    assert not (root / name / "stray.txt").exists()
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_a_generator_writes_through_a_symlink_and_leaves_no_temporary_folder(name, tmp_path, fashion_source):
+    root, target = tmp_path / "data", tmp_path / "elsewhere" / name
+    target.mkdir(parents=True)
+    root.mkdir()
+    (root / name).symlink_to(target)
+    _make(root, name)
+    assert (root / name).is_symlink() and (target / "meta.json").is_file()
+    _make(root, name)  # a rerun replaces the target's content, the link stays
+    assert (root / name).is_symlink() and manifest.up_to_date(root / name)
+    leftovers = [p.name for p in [*root.iterdir(), *target.parent.iterdir()] if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_a_truncated_file_after_the_stamp_is_seen_and_rebuilt(tmp_path, capsys):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    png = sorted((root / "synthetic").rglob("*.png"))[0]
+    png.write_bytes(png.read_bytes()[:20])
+    assert not manifest.up_to_date(root / "synthetic")
+    capsys.readouterr()
+    assert manifest._ensure("synthetic", root, quiet=False)[1] == "rebuilt"
+    assert "truncated, added or removed" in capsys.readouterr().err
+    assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])
+    (root / "synthetic" / "extra.png").write_bytes(b"x")  # a file added: also seen
+    assert manifest._ensure("synthetic", root, quiet=True)[1] == "rebuilt"
+
+
+def test_an_edited_spec_with_the_hash_unchanged_is_refused_naming_the_cause(tmp_path):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    path = root / "synthetic.json"
+    path.write_text(json.dumps({**written, "spec": {**written["spec"], "noise": 0.3}}))
+    assert not manifest.up_to_date(root / "synthetic")
+    with pytest.raises(ManifestError, match=r"Likely cause: .*synthetic\.json's spec was edited without rerunning"):
+        ensure("synthetic", root)
+
+
+def test_a_genuine_hash_mismatch_names_the_edited_manifest_first(tmp_path):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    (root / "synthetic.json").write_text(json.dumps({**written, "sha256": "e" * 64}))
+    with pytest.raises(ManifestError) as err:
+        ensure("synthetic", root)
+    message = str(err.value)
+    assert "Likely cause" in message and "git diff" in message and message.index("edited") < message.index(
+        "libraries")
+
+
+def test_restore_data_verify_hashes_and_rebuilds_a_same_size_edit(tmp_path, capsys):
+    root = tmp_path / "data"
+    written = _make(root, "synthetic")
+    table = root / "synthetic" / "c10" / "train.csv"
+    data = table.read_bytes()
+    table.write_bytes(data[:-2] + (b"9" if data[-2:-1] != b"9" else b"8") + data[-1:])  # same size, other bytes
+    assert manifest.up_to_date(root / "synthetic")  # the cheap check cannot see it
+    capsys.readouterr()
+    assert main(["restore-data", "--root", str(root)]) == 0
+    assert "synthetic: up to date" in capsys.readouterr().out
+    assert main(["restore-data", "--root", str(root), "--verify"]) == 0
+    assert "rebuilt (its files differed from the manifest: edited or corrupted" in capsys.readouterr().out
+    assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])

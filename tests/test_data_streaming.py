@@ -165,3 +165,13 @@ def test_load_webdataset_tar_in_memory(tmp_path):
     shards = write_shards(((_jpeg(i), f"c{i}") for i in range(4)), tmp_path, per_shard=3)
     data = load_webdataset_tar(shards, size=8)
     assert data.captions == ["c0", "c1", "c2", "c3"] and data.images.shape == (4, 3, 8, 8)
+
+
+def test_caption_tsv_stream_names_the_line_of_a_bad_caption(tmp_path):
+    tsv = tmp_path / "captions.tsv"
+    tsv.write_bytes(b"a cat\ta.png\ncaf\xe9\tb.png\n")
+    with pytest.raises(ValueError, match=r"captions.tsv:2: not UTF-8"):
+        caption_tsv_stream(tsv, pair_transform(10, 0.5, 0.5))
+    tsv.write_text("a cat\ta.png\n  \tb.png\n")
+    with pytest.raises(ValueError, match=r"captions.tsv:2: empty caption for b.png"):
+        caption_tsv_stream(tsv, pair_transform(10, 0.5, 0.5))

@@ -139,3 +139,16 @@ def test_live_run_keeps_outputs_their_folders_and_listed_candidates(tmp_path):
     assert not live_run("tuning/m/runs/c0-s1", outputs, tmp_path)
     assert not live_run("runs/y-s0", outputs, tmp_path)
     assert not live_run("runs/x", outputs, tmp_path)  # a prefix of a name is not its folder
+
+
+def test_stages_run_the_interpreter_that_runs_the_pipeline(tmp_path):
+    """A stage's bare `python` (run through a shell, as DVC runs a stage's cmd) is this interpreter even when its
+    folder is not on the user's PATH (`.venv/bin/python -m isogclr repro`)."""
+    env = worker_env(1, {"PATH": "/usr/bin:/bin"})
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert env["PATH"].split(os.pathsep)[1:] == ["/usr/bin", "/bin"]
+    out = tmp_path / "prefix.txt"
+    failed = run_schedule({"s": set()}, {"s"}, lambda stage: [
+        "/bin/sh", "-c", f"python -c 'import sys; open(\"{out}\", \"w\").write(sys.prefix)'"], 1, env=env,
+        log=lambda line: None)
+    assert failed == [] and out.read_text() == sys.prefix

@@ -25,10 +25,10 @@
 # learning rate, a few epochs instead of the paper's long run): at this budget no method is close to a
 # stationary point, so the comparison is of the early phase of Figure 7, not of its end. Negative Cache is not
 # run (its objective, one cached feature per image, is not F; see the module docstring).
-# Times (the `train_seconds` columns: training steps only, evaluations excluded) come from the timing record
-# `timing.csv` (`isogclr.timing`): the wall clock on the machine that ran each study run, tracked in git but no DVC
-# dependency, so they are the last measured times (NaN for a run the record has no row for); the study's result
-# files (`convergence.csv`, `augmentations.csv`) hold no wall clock.
+# Times (training steps only, evaluations excluded) come from the timing record `timing.csv` (`isogclr.timing`):
+# the wall clock on the machine that ran each study run, tracked in git but no DVC dependency, so they are the last
+# measured times (NaN for a run the record has no row for). They are shown below each table, never written into
+# it: the study's result files (`convergence.csv`, `augmentations.csv`) and the tables hold no wall clock.
 # The augmentation study trains EMC2 with A pre-computed views for each A in `augmentation_values` (SimCLR at
 # A = 2 as a reference) for the same number of steps, and reports the final F, ||grad F||^2 on its own A views
 # (the positive term averaged over all pairs of views when A > 2) and the 1-NN accuracy of the frozen encoder on
@@ -62,9 +62,6 @@ cfg = SimpleNamespace(**json.loads((Path(runs_dir) / "config.json").read_text())
 FRESH_VIEWS = cfg.fresh_views  # num_augmentations of the EMC2 run with fresh views every step
 study = SimpleNamespace(convergence=pd.read_csv(Path(runs_dir) / "convergence.csv"),
                         augmentations=pd.read_csv(Path(runs_dir) / "augmentations.csv"))
-# wall clock: from the timing record timing.csv (the last measured times; NaN where it has no row for a run)
-study.convergence["train_seconds"] = convergence_seconds(study.convergence, runs_dir)
-study.augmentations["train_seconds"] = convergence_seconds(study.augmentations, runs_dir, final=True)
 print(f"study: {cfg.num_images} images x {cfg.num_augmentations} views, batch "
       f"{cfg.batch_size}, {cfg.epochs} epochs, lr {cfg.lr}, beta {cfg.beta} (tau {cfg.tau}), seed {cfg.seed}")
 
@@ -74,16 +71,23 @@ print(f"study: {cfg.num_images} images x {cfg.num_augmentations} views, batch "
 # %%
 curve = study.convergence
 table = curve.assign(grad_norm_sq_L=curve.grad_norm_sq * cfg.beta ** 2).round(
-    {"objective": 5, "grad_norm_sq": 6, "grad_norm_sq_L": 5, "train_seconds": 1})
+    {"objective": 5, "grad_norm_sq": 6, "grad_norm_sq_L": 5})
 caption = (f"EMC2 Figure 7 on synth10: exact F and ||grad F||^2 over the first {cfg.num_images} training images x "
            f"{cfg.num_augmentations} fixed views; batch {cfg.batch_size}, SGD lr {cfg.lr}, {cfg.epochs} epochs, "
-           f"beta {cfg.beta}, seed {cfg.seed}; grad_norm_sq_L = beta^2 ||grad F||^2 is EMC2's scale (eq. 4); "
-           "train_seconds is training time (evaluation excluded) from the timing record timing.csv: wall clock on "
-           "the machine that ran the study, the last measured times (not a DVC dependency). Paper: STL-10, b = 4, "
-           "lr 1e-3; EMC2's squared gradient norm ends two orders of magnitude below the baselines'.")
+           f"beta {cfg.beta}, seed {cfg.seed}; grad_norm_sq_L = beta^2 ||grad F||^2 is EMC2's scale (eq. 4). "
+           "Paper: STL-10, b = 4, lr 1e-3; EMC2's squared gradient norm ends two orders of magnitude below the "
+           "baselines'.")
 write_table(table.set_index(["method", "epoch"]), Path(reports_dir) / "tables" / "emc2_convergence", caption)
 print(caption)
 table
+
+# %% [markdown]
+# Training time (evaluation excluded) at each evaluated step, from the timing record `timing.csv`: the last measured
+# wall clock on the machine that ran the study (not a DVC dependency, not in the table).
+
+# %%
+curve[["method", "epoch", "step"]].assign(train_seconds=convergence_seconds(curve, runs_dir).round(1)).set_index(
+    ["method", "epoch"])
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -104,19 +108,26 @@ save_figure(fig, reports_dir, "emc2_convergence")
 # ## Figure 3: the number of pre-computed augmentations
 
 # %%
-aug = study.augmentations.round({"objective": 5, "grad_norm_sq": 6, "knn1_top1": 2, "train_seconds": 1})
+aug = study.augmentations.round({"objective": 5, "grad_norm_sq": 6, "knn1_top1": 2})
 aug["num_augmentations"] = aug.num_augmentations.map(lambda a: "inf" if a == FRESH_VIEWS else str(a))
 caption = (f"EMC2 Figure 3 on synth10: EMC2 trained on A pre-computed views of the first {cfg.num_images} training "
            f"images (SimCLR at A = {cfg.num_augmentations} for reference), batch {cfg.batch_size}, {cfg.epochs} "
            f"epochs, seed {cfg.seed}; final exact F and ||grad F||^2 on the run's own A views (A = inf: fresh views "
            f"every step, F on the {cfg.num_augmentations} fixed views); knn1_top1: 1-NN top-1 (%) of the frozen "
-           "encoder on synth10's test split; train_seconds: training time from the timing record timing.csv (the "
-           "last measured wall clock, not a DVC dependency). Paper: STL-10, b = 256, accuracy approaches the "
-           "infinite-augmentation EMC2's as A grows.")
+           "encoder on synth10's test split. Paper: STL-10, b = 256, accuracy approaches the infinite-augmentation "
+           "EMC2's as A grows.")
 write_table(aug.set_index(["method", "num_augmentations"]), Path(reports_dir) / "tables" / "emc2_augmentations",
             caption)
 print(caption)
 aug
+
+# %% [markdown]
+# Training time of each run (evaluation excluded), from the timing record `timing.csv` (last measured, not in the
+# table).
+
+# %%
+aug.assign(train_seconds=convergence_seconds(study.augmentations, runs_dir, final=True).round(1))[
+    ["method", "num_augmentations", "train_seconds"]].set_index(["method", "num_augmentations"])
 
 # %% [markdown]
 # ## Verdicts

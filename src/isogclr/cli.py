@@ -95,7 +95,7 @@ def _restore_data(args: argparse.Namespace) -> int:
     from .data.manifest import restore
 
     t0 = time.perf_counter()
-    done = restore(args.root)
+    done = restore(args.root, verify=args.verify)
     if not done:
         print(f"no dataset manifest {Path(args.root)}/*.json: nothing to restore (the data stages write them)")
         return 0
@@ -315,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("restore-data", help="rebuild every generated dataset <root>/<name>/ from its manifest "
                                             "<root>/<name>.json (git-tracked) where missing or stale; seconds")
     p.add_argument("--root", default="data", help="the folder holding the manifests")
+    p.add_argument("--verify", action="store_true", help="hash every folder's bytes too (without it, an up-to-date "
+                                                         "folder's file names and sizes are checked, no bytes)")
     p.set_defaults(func=_restore_data)
 
     p = sub.add_parser("train", help="one training run + linear probe, written to <out>/<method>-<dataset>-s<seed> "

@@ -1,5 +1,10 @@
 """Atomic writes: a file is either its old version or its complete new version, never half written;
-and the one file lock, :func:`locked`, for read-modify-write cycles shared between processes.
+the one file lock, :func:`locked`, for read-modify-write cycles shared between processes, and
+:func:`held_by_one`, the lock that refuses a second holder (two runs writing one run folder);
+:func:`load_torch`, the one reader of ``.pt`` files (tensors and plain containers only: a pickle cannot
+run code, and a broken file is named with what to do); :func:`generated_folder`, how a generator
+replaces its output folder (never a folder it did not write); :func:`read_lines`, text lines with the
+line number of an undecodable one.
 
 The bottom layer's I/O helpers, used by the trainers, the analysis and the pipeline alike.
 """
@@ -11,8 +16,11 @@ import csv
 import io
 import json
 import os
+import pickle
+import shutil
+import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +47,124 @@ def locked(path: Path | str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+class BusyError(RuntimeError):
+    """Another process holds the lock of :func:`held_by_one`."""
+
+
+@contextlib.contextmanager
+def held_by_one(path: Path | str, what: str) -> Iterator[None]:
+    """An exclusive lock on the lock file ``path`` that does not wait: a second holder (in this or another
+    process) gets :class:`BusyError` at once, naming ``what`` and the holder's pid and host (written into the
+    file by the holder). The lock ends with the ``with`` block or the holder's process (a killed run leaves
+    no stale lock: the kernel drops it); the file stays. A no-op where ``fcntl`` is unavailable."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (not POSIX)
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "an unknown process"
+            raise BusyError(f"{what} is in use by {holder} (lock file {path}): wait for it to finish, or stop it; "
+                            "two processes writing one run would overwrite each other's files") from None
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on host {socket.gethostname()}\n")
+            f.flush()
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+class UnreadableFileError(RuntimeError):
+    """A file that cannot be read as what it should be (truncated, empty, not written by this project)."""
+
+
+def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu") -> Any:
+    """Read the ``.pt`` file ``path`` with ``torch.load(weights_only=True)``: tensors, numbers, strings and
+    plain containers only, so a planted pickle cannot run code. Any failure (an empty or truncated file, a
+    pickle with other objects) is an :class:`UnreadableFileError` naming the file, ``what`` it is and
+    ``fix``, what to do."""
+    import torch
+
+    path = Path(path)
+    if path.is_file() and path.stat().st_size == 0:
+        raise UnreadableFileError(f"{path}: this {what} is an empty file (0 bytes; a write that never finished?): "
+                                  f"{fix}")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except pickle.UnpicklingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UnreadableFileError(f"{path}: refused to load this {what}: it holds objects other than tensors and "
+                                  f"plain containers ({first}); files written by isogclr hold none, so this one "
+                                  f"was written by something else and could run code if loaded: {fix}") from None
+    except (RuntimeError, OSError, EOFError, ValueError) as err:
+        raise UnreadableFileError(f"{path}: cannot read this {what} ({type(err).__name__}: {err}; the file is "
+                                  f"truncated or corrupt): {fix}") from None
+
+
+@contextlib.contextmanager
+def generated_folder(out_dir: Path | str, own: Callable[[Path], bool], command: str) -> Iterator[Path]:
+    """How a generator writes its output folder ``out_dir``: the ``with`` block writes into a fresh temporary
+    sibling folder (yielded), which then replaces ``out_dir`` (the old folder renamed aside first, then
+    removed: ``out_dir`` is the old or the new folder); on an error the temporary folder is removed and
+    ``out_dir`` is left as it was. Refused before anything is written (FileExistsError): an ``out_dir`` that
+    is a file, or a non-empty folder that ``own`` does not recognise as this generator's output (``command``,
+    for the message). A symbolic link is followed: the folder it points to is the one replaced."""
+    out = Path(out_dir)
+    if out.is_symlink():
+        out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out_dir} is a file, not a folder: choose another --out for `{command}`")
+    if out.is_dir() and any(out.iterdir()) and not own(out):
+        raise FileExistsError(f"{out_dir} already exists, is not empty and was not written by `{command}` (its "
+                              f"own files are missing): it would be replaced with everything in it. Choose another "
+                              "--out, or move the folder aside yourself")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+            os.rename(out, old / "x")
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if old is not None:
+                os.rename(old / "x", out)
+            raise
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_lines(path: Path | str) -> list[str]:
+    """The UTF-8 text lines of ``path``; a line that is not UTF-8 raises ValueError naming the file and line."""
+    path = Path(path)
+    lines = path.read_bytes().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    out = []
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            out.append(raw.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte {err.start + 1} of the line: "
+                             f"{raw[err.start:err.start + 1]!r}): save the file as UTF-8") from None
+    return out
 
 
 def _atomic(path: Path, write) -> None:  # noqa: ANN001

@@ -22,6 +22,11 @@ How it works, using only what DVC provides:
   successful repro the timing record ``timing.csv`` drops the rows of runs the pipeline no longer has
   (:func:`live_run`).
 
+Stages call ``python`` (and ``dvc`` runs them through a shell): each stage's ``PATH`` starts with the folder
+of the interpreter that runs this command, so ``.venv/bin/python -m isogclr repro`` runs every stage with that
+same environment even when ``.venv/bin`` is not first on the user's ``PATH`` (a bare ``python`` there would be
+another interpreter, without isogclr, and fail after DVC had already removed the stage's outputs).
+
 The results do not depend on ``jobs``: the number of torch threads of a run is a parameter
 (``train.num_threads``, ``bimodal.num_threads``), not a property of how the pipeline was started.
 Processes that do not set it (the report notebooks) get ``OMP_NUM_THREADS = cores // jobs``
@@ -133,9 +138,13 @@ def _prefix_lines(proc: subprocess.Popen, stage: str, log: Callable[[str], None]
 
 
 def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of each stage: OMP_NUM_THREADS = cores // jobs unless already set."""
+    """The environment of each stage: OMP_NUM_THREADS = cores // jobs unless already set, and ``PATH`` led by the
+    folder of this interpreter (``sys.executable``, not resolved: a virtual environment's ``bin``), so the stages'
+    ``python`` is the one running the pipeline."""
     env = dict(os.environ if base is None else base)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+    here = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([here, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != here)])
     return env
 
 
@@ -220,8 +229,9 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
           f"{jobs} at a time (found in {time.perf_counter() - t0:.0f} s)", flush=True)
     times: list[dict] = []
     flag = ["--force"] if force else []
+    env = worker_env(jobs)
     failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", *flag, s],
-                          jobs, env=worker_env(jobs), cwd=root, log=lambda line: print(line, flush=True), times=times)
+                          jobs, env=env, cwd=root, log=lambda line: print(line, flush=True), times=times)
     outputs = stage_outputs(root)
     if times and len(to_run) == len(upstream):  # a full repro (forced, or of a fresh project): its timing table
         print(f"wrote {write_stage_log(times, outputs, root, jobs, force, len(upstream))} and reports/timing.md",
@@ -231,7 +241,7 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
         return 1
     print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
           flush=True)
-    code = subprocess.run([dvc, "repro"], cwd=root).returncode
+    code = subprocess.run([dvc, "repro"], cwd=root, env=env).returncode
     if code == 0:
         live = {o for outs in outputs.values() for o in outs}
         record = timing.default_path() if os.environ.get(timing.ENV) else root / timing.FILENAME

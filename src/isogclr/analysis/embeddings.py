@@ -16,6 +16,8 @@ from sklearn.manifold import TSNE
 from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
+from ..io import load_torch
+
 
 def _exported(runs_dir: Path | str, run: str) -> dict:
     path = Path(runs_dir) / run / "artifacts" / "features.pt"
@@ -25,7 +27,8 @@ def _exported(runs_dir: Path | str, run: str) -> dict:
                                     f"exports features (`python -m isogclr train ... --export-seed N`)")
         raise FileNotFoundError(f"{path} is missing: run `dvc repro` (the training run {run} writes it; only the "
                                 f"first Table 1 seed exports features)")
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return load_torch(path, f"features of run {run}", f"delete it and rerun the training run {run} that writes it "
+                      "(`dvc repro` brings it back)")
 
 
 def load_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:

@@ -49,6 +49,7 @@ from .core import (
     _by_dataset,
     _method,
     _shared_sections,
+    check_finite,
     fashion_mnist_mini_spec,
     load_params,
     missing_datasets,
@@ -150,6 +151,7 @@ __all__ = [
 
 def validate_params(params: dict[str, Any]) -> None:
     """Check every section and every run the tables ask for; raise :class:`ConfigError` naming the key."""
+    check_finite(params, "")  # NaN or an infinity anywhere, e.g. in a tuning grid
     synthetic_spec(params)
     pair_spec(params)
     fashion_mnist_mini_spec(params)

@@ -6,18 +6,21 @@ Three sources, each returning :class:`CaptionData` (images resized + centre-crop
   ``dataset_flickr30k.json``; https://cs.stanford.edu/people/karpathy/deepimagesent/), the 5,000 / 1,000
   test images with five captions each; images under ``image_root/<filepath>/<filename>``;
 - :func:`load_caption_tsv`: a CC3M-style file of ``caption<TAB>image path`` lines;
-- :func:`load_webdataset_tar`: webdataset shards (tar files of ``KEY.jpg`` + ``KEY.txt`` members),
-  read with the ``webdataset`` library (:mod:`isogclr.data.webdataset`, which also streams them).
+- webdataset shards (tar files of ``KEY.jpg`` + ``KEY.txt`` members) are read by
+  :func:`isogclr.data.webdataset.load_webdataset_tar` (the ``webdataset`` library; that module also streams
+  them), through the same :class:`CaptionBuilder`.
 
-Images that are missing or cannot be decoded are skipped (with their captions), counted in
-``CaptionData.skipped`` and reported in one warning per call. These are not in the image registry.
+An image that is missing or cannot be decoded is an error naming the file (and the line of the TSV or the
+shard and key), after every sample is tried and counted; with ``max_unreadable`` > 0, up to that many are
+skipped (with their captions), counted in ``CaptionData.skipped`` and reported in one warning. An empty
+caption is an error naming where it is. These are not in the image registry.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +28,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .folder import load_square_rgb
+from ..io import read_lines
+from .folder import UNREADABLE_FIX, load_square_rgb, unreadable_message
 
 KARPATHY_URL = "https://cs.stanford.edu/people/karpathy/deepimagesent/"
 _UNREADABLE = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
@@ -51,32 +55,47 @@ class CaptionData:
         return len(self.images)
 
 
-class _Builder:
-    def __init__(self, size: int, source: str) -> None:
-        self.size, self.source = size, source
+class CaptionBuilder:
+    """Collects decoded images and their captions; :meth:`build` makes the :class:`CaptionData` (or raises on
+    more than ``max_unreadable`` unreadable samples, naming them)."""
+
+    def __init__(self, size: int, source: str, max_unreadable: int = 0) -> None:
+        self.size, self.source, self.max_unreadable = size, source, max_unreadable
         self.images: list[np.ndarray] = []
         self.captions: list[str] = []
         self.image_index: list[int] = []
         self.image_ids: list[str] = []
-        self.bad: list[str] = []
+        self.bad: list[tuple[str, Exception]] = []
 
-    def add(self, image_id: str, read, captions: Sequence[str]) -> None:
-        """``read()`` returns a path or binary file for PIL; a failure skips the image and its captions."""
+    def add(self, image_id: str, read, captions: Sequence[str], where: str = "") -> None:
+        """``read()`` returns a path or binary file for PIL; a failure records the sample (image and captions)
+        as unreadable. ``where`` (``file:line``, ``shard:key``; default ``image_id``) names it in errors."""
+        where = where or image_id
+        for caption in captions:
+            if not caption.strip():
+                raise ValueError(f"{where}: empty caption for image {image_id}: write the caption, or remove the "
+                                 "sample")
         try:
             array = load_square_rgb(read(), self.size)
-        except _UNREADABLE:
-            self.bad.append(image_id)
+        except _UNREADABLE as err:
+            self.bad.append((where, err))
             return
         self.captions.extend(captions)
         self.image_index.extend([len(self.images)] * len(captions))
         self.images.append(array)
         self.image_ids.append(image_id)
 
+    def lost(self, where: str, err: Exception) -> None:
+        """Count a sample that could not be read at all (no image, a truncated shard)."""
+        self.bad.append((where, err))
+
     def build(self) -> CaptionData:
+        total = len(self.bad) + len(self.images)
+        if len(self.bad) > self.max_unreadable:
+            raise ValueError(unreadable_message(self.source, self.bad, total, UNREADABLE_FIX))
         if self.bad:
-            total = len(self.bad) + len(self.images)
-            warnings.warn(f"{self.source}: skipped {len(self.bad)} of {total} samples: missing or unreadable "
-                          f"image (first: {self.bad[0]})", stacklevel=3)
+            warnings.warn(unreadable_message(self.source, self.bad, total,
+                                             f"skipped (max_unreadable={self.max_unreadable})"), stacklevel=3)
         if self.images:
             images = torch.from_numpy(np.ascontiguousarray(np.stack(self.images).transpose(0, 3, 1, 2)))
         else:
@@ -87,7 +106,7 @@ class _Builder:
 
 
 def load_karpathy(json_path: Path | str, image_root: Path | str, split: str = "test", size: int = 64,
-                  captions_per_image: int = 5) -> CaptionData:
+                  captions_per_image: int = 5, max_unreadable: int = 0) -> CaptionData:
     """Images of ``split`` in a Karpathy JSON with their first ``captions_per_image`` captions.
 
     Image ids are ``<filepath>/<filename>`` (COCO) or ``<filename>`` (Flickr30K, no filepath).
@@ -99,18 +118,19 @@ def load_karpathy(json_path: Path | str, image_root: Path | str, split: str = "t
         raise FileNotFoundError(f"{image_root} not found: it must hold the dataset's images (COCO val2014/, "
                                 f"train2014/ from https://cocodataset.org; Flickr30K flickr30k-images/)")
     entries = json.loads(json_path.read_text())["images"]
-    builder = _Builder(size, str(json_path))
+    builder = CaptionBuilder(size, str(json_path), max_unreadable)
     for entry in entries:
         if entry["split"] != split:
             continue
         rel = Path(entry.get("filepath", "")) / entry["filename"]
         captions = [s["raw"].strip() for s in entry["sentences"][:captions_per_image]]
-        builder.add(rel.as_posix(), lambda rel=rel: image_root / rel, captions)
+        builder.add(rel.as_posix(), lambda rel=rel: image_root / rel, captions,
+                    f"{json_path}: image {rel.as_posix()} ({image_root / rel})")
     return builder.build()
 
 
 def load_caption_tsv(tsv_path: Path | str, image_root: Path | str | None = None, size: int = 64,
-                     header: bool = False) -> CaptionData:
+                     header: bool = False, max_unreadable: int = 0) -> CaptionData:
     """CC3M-style ``caption<TAB>image path`` lines; relative paths are under ``image_root``
     (default: the tsv's folder). Blank lines are ignored; a line without a tab is an error."""
     tsv_path = Path(tsv_path)
@@ -119,21 +139,13 @@ def load_caption_tsv(tsv_path: Path | str, image_root: Path | str | None = None,
                                 "https://ai.google.com/research/ConceptualCaptions/download and the images "
                                 "must be downloaded from their URLs (e.g. with img2dataset)")
     root = tsv_path.parent if image_root is None else Path(image_root)
-    builder = _Builder(size, str(tsv_path))
-    lines = tsv_path.read_text(encoding="utf-8").splitlines()
+    builder = CaptionBuilder(size, str(tsv_path), max_unreadable)
+    lines = read_lines(tsv_path)
     for lineno, line in enumerate(lines[1:] if header else lines, start=2 if header else 1):
         if not line.strip():
             continue
         caption, sep, path = line.rpartition("\t")
         if not sep:
             raise ValueError(f"{tsv_path}:{lineno}: expected 'caption<TAB>image path', got {line!r}")
-        builder.add(path, lambda p=path: root / p, [caption.strip()])
+        builder.add(path, lambda p=path: root / p, [caption.strip()], f"{tsv_path}:{lineno} ({root / path})")
     return builder.build()
-
-
-def load_webdataset_tar(shards: Path | str | Iterable[Path | str], size: int = 64) -> CaptionData:
-    """Webdataset shards decoded into memory; read with the ``webdataset`` library
-    (:func:`isogclr.data.webdataset.load_webdataset_tar`; streaming: :func:`isogclr.data.webdataset.shard_loader`)."""
-    from .webdataset import load_webdataset_tar as read
-
-    return read(shards, size)

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..io import generated_folder
 from .base import ImageData, long_tailed_positions, register_dataset
 from .folder import image_folder
 
@@ -137,12 +138,24 @@ def spec_from_dict(raw: dict) -> FashionMnistMiniSpec:
 
 
 def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Path) -> dict[str, int]:
-    """Write the subset as an image folder into ``out_dir`` (replaced atomically); return images per split."""
+    """Write the subset as an image folder into ``out_dir`` (replaced atomically); return images per split.
+    A non-empty ``out_dir`` that is not this command's output is refused (:func:`isogclr.io.generated_folder`)."""
+    with generated_folder(out_dir, _own_output, "python -m isogclr fashion-mnist-mini") as tmp:
+        return _write_subset(spec, root, tmp)
+
+
+def _own_output(folder: Path) -> bool:
+    """Whether ``folder`` looks like :func:`write_fashion_mnist_mini`'s output (its meta.json)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and set(meta) == {"spec", "images"}
+
+
+def _write_subset(spec: FashionMnistMiniSpec, root: Path, tmp: Path) -> dict[str, int]:
     from PIL import Image
 
-    out_dir = Path(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
     counts = {}
     for split, per_class in zip(("train", "test"), spec.per_class, strict=True):
         full = load_fashion_mnist(root, split, long_tailed=False)
@@ -155,8 +168,6 @@ def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Pa
                 img.save(tmp / split / folder / f"{int(full.source_index[i]):05d}.png")
         counts[split] = per_class * len(CLASS_FOLDERS)
     (tmp / "meta.json").write_text(json.dumps({"spec": asdict(spec), "images": counts}, indent=1))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.replace(tmp, out_dir)
     return counts
 
 

@@ -2,8 +2,10 @@
 
 Every image is converted to RGB, its shorter side resized to ``size`` and centre-cropped to
 ``size x size`` at load time, so a split is one (N, 3, size, size) uint8 tensor; this suits small
-sets (ImageNet-100 at 64 pixels is about 1.5 GB for the 126,689 train images). Images that cannot
-be read are skipped, counted and reported in one warning at the end of loading.
+sets (ImageNet-100 at 64 pixels is about 1.5 GB for the 126,689 train images). An image that cannot
+be read is an error (every unreadable one counted and the first ones named, after the whole split is
+read), unless their number is within ``max_unreadable`` (default 0): then they are skipped, counted and
+reported in one warning.
 
 ``imagenet100`` is the first 100 ImageNet-1k WordNet ids in sorted order (n01440764 ... n01855672),
 shipped as ``classes/imagenet100.txt`` (taken from the sorted 1000-id list timm ships in
@@ -55,25 +57,41 @@ def load_square_rgb(path: Path | str | BinaryIO, size: int) -> np.ndarray:
         return np.asarray(img, dtype=np.uint8)
 
 
-def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | str, not_found: str,
-                    class_names: list[str], extra: dict[str, list]) -> ImageData:
-    """Decode ``(path, label)`` items into an :class:`ImageData`; unreadable images are skipped.
+def unreadable_message(where: Path | str, bad: Sequence[tuple[str, Exception]], total: int, fix: str) -> str:
+    """``where: k of n samples cannot be read (first: ...): fix``, naming up to three of them with the error."""
+    shown = "; ".join(f"{name}: {type(err).__name__}: {err}" for name, err in bad[:3])
+    more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+    return f"{where}: {len(bad)} of {total} samples cannot be read ({shown}{more}): {fix}"
 
-    The skipped ones are counted and reported in one warning naming ``where``; ``extra`` holds
-    per-item metadata lists, kept for the readable items only. No readable image at all raises
-    ``FileNotFoundError(not_found)``.
+
+UNREADABLE_FIX = ("replace or remove the files (re-download or re-extract the dataset); max_unreadable= lets a "
+                  "known number of them be skipped")
+
+
+def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | str, not_found: str,
+                    class_names: list[str], extra: dict[str, list], max_unreadable: int = 0) -> ImageData:
+    """Decode ``(path, label)`` items into an :class:`ImageData`.
+
+    Unreadable images: more than ``max_unreadable`` of them raise ValueError naming ``where``, their number and
+    the first ones with their error, after every item is tried; up to ``max_unreadable`` are skipped and
+    reported in one warning (``extra``, per-item metadata lists, is kept for the readable items only). No
+    item at all raises ``FileNotFoundError(not_found)``.
     """
+    if not items:
+        raise FileNotFoundError(not_found)
     images, kept, bad = [], [], []
     for i, (path, _) in enumerate(items):
         try:
             images.append(load_square_rgb(path, size))
-        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-            bad.append(path)
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
+            bad.append((str(path), err))
             continue
         kept.append(i)
+    if len(bad) > max_unreadable:
+        raise ValueError(unreadable_message(where, bad, len(items), UNREADABLE_FIX))
     if bad:
-        warnings.warn(f"{where}: skipped {len(bad)} unreadable image(s) of {len(bad) + len(images)} "
-                      f"(first: {bad[0]})", stacklevel=3)
+        warnings.warn(unreadable_message(where, bad, len(items), f"skipped (max_unreadable={max_unreadable})"),
+                      stacklevel=3)
     if not images:
         raise FileNotFoundError(not_found)
     array = np.stack(images).transpose(0, 3, 1, 2)
@@ -87,13 +105,14 @@ def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | 
 
 
 def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence[str] | None = None,
-                 source: str = "") -> ImageData:
+                 source: str = "", max_unreadable: int = 0) -> ImageData:
     """Load ``<root>/<split>/<class>/*`` into memory as (N, 3, size, size) uint8.
 
     ``classes`` fixes the label order (label = position in the list; every class folder must exist);
     by default the sorted sub-folders of ``<root>/<split>``. Files are read in sorted order within a
     class. ``extra["path"]`` holds each kept image's path relative to ``<root>/<split>``; ``source``
-    is appended to the not-found message (how to obtain the data).
+    is appended to the not-found message (how to obtain the data); ``max_unreadable``: see
+    :func:`decode_labelled`.
     """
     split_dir = Path(root) / split
     hint = f": {source}" if source else ""
@@ -110,7 +129,7 @@ def image_folder(root: Path | str, split: str, size: int = 64, classes: Sequence
     items = [(p, label) for label, c in enumerate(classes)
              for p in sorted(p for p in (split_dir / c).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)]
     return decode_labelled(items, size, split_dir, f"no readable images under {split_dir}{hint}", list(classes),
-                           {"path": [str(p.relative_to(split_dir)) for p, _ in items]})
+                           {"path": [str(p.relative_to(split_dir)) for p, _ in items]}, max_unreadable)
 
 
 def imagenet100_split(root: Path | str, split: str) -> tuple[Path, str]:

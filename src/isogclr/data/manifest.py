@@ -11,7 +11,11 @@ The folder itself is a deterministic cache, ignored by git and DVC: :func:`ensur
 loader of a generated set, and by ``python -m isogclr restore-data``) rebuilds it from the manifest's
 ``spec`` when it is missing (a fresh clone) or stale, and checks that the rebuilt bytes hash to the
 manifest's ``sha256``. A stamp file :data:`STAMP` inside the folder holds the hash it was verified
-against, so the check of an up-to-date folder reads one small file and hashes nothing.
+against, the list of its files' names and sizes (as a sha256: :func:`file_sizes`) and the sha256 of the spec
+it was built from, so the check of an up-to-date folder reads one small file and lists the folder (the
+sizes: a file truncated, added or removed after the stamp is seen at once) but hashes no file's bytes.
+A file edited in place to another content of the same size is only seen by the full hash:
+``python -m isogclr restore-data --verify`` (:func:`restore` with ``verify``) hashes every folder.
 """
 
 from __future__ import annotations
@@ -71,11 +75,53 @@ def tree_hash(folder: Path | str) -> tuple[str, int]:
     return h.hexdigest(), len(files)
 
 
-def read_stamp(folder: Path) -> str | None:
+def file_sizes(folder: Path | str) -> str:
+    """sha256 over every file's relative path and size (the stamp excluded): a listing, no file read."""
+    h = hashlib.sha256()
+    for rel, path in _files(Path(folder)):
+        h.update(f"{rel}\0{os.path.getsize(path)}\n".encode())
+    return h.hexdigest()
+
+
+def _spec_hash(spec: Any) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+def _stamp_lines(folder: Path) -> list[str]:
     try:
-        return (Path(folder) / STAMP).read_text().strip()
+        return (Path(folder) / STAMP).read_text().split()
     except (FileNotFoundError, NotADirectoryError):
-        return None
+        return []
+
+
+def read_stamp(folder: Path) -> str | None:
+    """The tree hash the folder was verified against (the stamp's first line), None without a stamp."""
+    lines = _stamp_lines(folder)
+    return lines[0] if lines else None
+
+
+def write_stamp(folder: Path | str, digest: str, spec: Any) -> None:
+    """The stamp of a folder whose bytes hash to ``digest`` and were built from ``spec``."""
+    save_text(f"{digest}\n{file_sizes(folder)}\n{_spec_hash(spec)}\n", Path(folder) / STAMP)
+
+
+def stamp_problem(folder: Path | str, manifest: dict[str, Any]) -> str | None:
+    """Why ``folder``'s stamp does not vouch for ``manifest`` (None: it does): no stamp, another hash, files
+    changed since the stamp (names or sizes), or another spec than the one the folder was built from."""
+    folder = Path(folder)
+    lines = _stamp_lines(folder)
+    if not lines:
+        return "no stamp"
+    if lines[0] != manifest["sha256"]:
+        return "its stamp is of another manifest hash"
+    if len(lines) < 3:
+        return "a stamp without its file listing"
+    if lines[2] != _spec_hash(manifest["spec"]):
+        return (f"the spec in {manifest_path(folder)} is not the one the folder was built from, but its sha256 is "
+                "the same (the spec was edited by hand?)")
+    if lines[1] != file_sizes(folder):
+        return "files were truncated, added or removed after the folder was verified"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------- generators
@@ -146,7 +192,7 @@ def write_manifest(name: str, folder: Path | str, spec: dict[str, Any], path: Pa
     digest, n = tree_hash(folder)
     manifest = {"dataset": name, "generator": target, "spec": spec, "files": n, "sha256": digest}
     save_json(manifest, Path(path))
-    save_text(digest + "\n", folder / STAMP)
+    write_stamp(folder, digest, spec)
     return manifest
 
 
@@ -167,9 +213,9 @@ def read_manifest(path: Path | str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- ensure
 
 
-def _install(tmp: Path, folder: Path, digest: str) -> bool:
+def _install(tmp: Path, folder: Path, manifest: dict[str, Any]) -> bool:
     """Move the verified ``tmp`` to ``folder``; False when another process installed a matching one first."""
-    if folder.exists() and read_stamp(folder) != digest:  # stale: move it aside, then swap
+    if folder.exists() and stamp_problem(folder, manifest) is not None:  # stale: move it aside, then swap
         old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.old-"))
         try:
             os.rename(folder, old / "x")
@@ -180,7 +226,7 @@ def _install(tmp: Path, folder: Path, digest: str) -> bool:
         os.rename(tmp, folder)
         return True
     except OSError:
-        if read_stamp(folder) == digest:
+        if stamp_problem(folder, manifest) is None:
             return False
         raise
 
@@ -188,12 +234,14 @@ def _install(tmp: Path, folder: Path, digest: str) -> bool:
 def ensure(name: str, root: Path | str = "data", *, quiet: bool = False) -> Path:
     """Make ``root/name`` exist and match its manifest ``root/name.json``; return the folder.
 
-    Up to date (the stamp inside the folder equals the manifest's hash): returns at once, hashing nothing.
-    Missing, or no stamp or another one: an existing folder is hashed first (the right bytes only get their
-    stamp); otherwise the folder is rebuilt from the manifest's spec in a temporary sibling folder, hashed,
-    and renamed into place (under a lock; if another process renamed its copy first, that one is kept),
-    printing one line. Raises FileNotFoundError when there is no manifest (or a rebuild lacks its source
-    files), :class:`ManifestError` when the rebuilt bytes differ from the manifest's hash.
+    Up to date (the stamp inside the folder has the manifest's hash and spec, and the folder's file names and
+    sizes are the stamped ones: :func:`stamp_problem`): returns at once, hashing no file. Missing, or no stamp
+    or another one, or files changed since the stamp: an existing folder is hashed first (the right bytes only
+    get their stamp, unless the manifest's spec is not the stamped one); otherwise the folder is rebuilt from
+    the manifest's spec in a temporary sibling folder, hashed, and renamed into place (under a lock; if another
+    process renamed its copy first, that one is kept), printing one line that says why. Raises
+    FileNotFoundError when there is no manifest (or a rebuild lacks its source files), :class:`ManifestError`
+    when the rebuilt bytes differ from the manifest's hash, naming the likely cause.
     """
     return _ensure(name, Path(root), quiet)[0]
 
@@ -205,17 +253,19 @@ def _ensure(name: str, root: Path, quiet: bool) -> tuple[Path, str]:
                                 f"by {_command(BY_DATASET.get(name), name, root)}")
     manifest = read_manifest(path)
     digest = manifest["sha256"]
-    if read_stamp(folder) == digest:
+    if stamp_problem(folder, manifest) is None:
         return folder, "up to date"
     generator = GENERATORS.get(manifest["generator"])
     if generator is None:
         raise ManifestError(f"{path}: unknown generator {manifest['generator']!r} (known: {sorted(GENERATORS)})")
     # concurrent processes regenerate once (without fcntl, the atomic rename in _install keeps it correct)
     with locked(root / f".{name}.lock"):
-        if read_stamp(folder) == digest:  # another process rebuilt it while we waited
+        problem = stamp_problem(folder, manifest)
+        if problem is None:  # another process rebuilt it while we waited
             return folder, "up to date"
-        if folder.is_dir() and tree_hash(folder)[0] == digest:  # the right bytes without (the right) stamp
-            save_text(digest + "\n", folder / STAMP)
+        spec_edited = problem.startswith("the spec")
+        if folder.is_dir() and not spec_edited and tree_hash(folder)[0] == digest:  # right bytes, no (right) stamp
+            write_stamp(folder, digest, manifest["spec"])
             return folder, "verified"
         t0 = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.regen-"))
@@ -227,27 +277,32 @@ def _ensure(name: str, root: Path, quiet: bool) -> tuple[Path, str]:
                 raise FileNotFoundError(f"cannot rebuild {folder} from {path}: {err}") from err
             got, n = tree_hash(out)
             if got != digest:
+                cause = (f"{path}'s spec was edited without rerunning the data stage (the folder was built from "
+                         f"another spec)" if spec_edited else
+                         f"{path} was edited (its spec or sha256: see `git diff {path}`), or this machine's "
+                         "libraries (numpy, Pillow) write other bytes than the machine that wrote it")
                 raise ManifestError(
                     f"{folder} rebuilt from {path} hashes to {got} ({n} files), the manifest says {digest} "
-                    f"({manifest.get('files')} files): this machine's libraries write other bytes; rerun the "
-                    f"data stage (`dvc repro {generator.stage}`, or {_command(generator, name, root)}) and "
-                    "commit the new manifest")
-            save_text(digest + "\n", out / STAMP)
-            _install(out, folder, digest)
+                    f"({manifest.get('files')} files). Likely cause: {cause}. Rerun the data stage "
+                    f"(`dvc repro {generator.stage}`, or {_command(generator, name, root)}) and commit the new "
+                    "manifest")
+            write_stamp(out, digest, manifest["spec"])
+            _install(out, folder, manifest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if not quiet:
-        print(f"regenerated {folder} ({n} files) from {path} in {time.perf_counter() - t0:.1f}s",
+        why = "" if problem == "no stamp" and not folder.exists() else f" ({problem})"
+        print(f"regenerated {folder} ({n} files) from {path} in {time.perf_counter() - t0:.1f}s{why}",
               file=sys.stderr, flush=True)
     return folder, "rebuilt"
 
 
 def up_to_date(folder: Path | str) -> bool:
-    """Whether ``folder`` has a manifest and matches it (its stamp is the manifest's hash): one small read
-    each, no hashing. For checks such as ``validate`` that must not rebuild anything."""
+    """Whether ``folder`` has a manifest and matches it (:func:`stamp_problem` is None): a few small reads
+    and a listing, no hashing. For checks such as ``validate`` that must not rebuild anything."""
     folder = Path(folder)
     try:
-        return read_stamp(folder) == read_manifest(manifest_path(folder))["sha256"]
+        return stamp_problem(folder, read_manifest(manifest_path(folder))) is None
     except (FileNotFoundError, ManifestError):
         return False
 
@@ -262,17 +317,23 @@ def ensure_tracked(folder: Path | str) -> bool:
     return True
 
 
-def restore(root: Path | str = "data") -> list[tuple[str, str, float]]:
+def restore(root: Path | str = "data", verify: bool = False) -> list[tuple[str, str, float]]:
     """:func:`ensure` every manifest ``root/*.json``; returns (name, what was done, seconds) for each:
     "up to date", "verified" (hashed, stamp written) or "rebuilt". JSON files that are no manifests are
-    skipped."""
+    skipped. ``verify``: hash every up-to-date folder too (a file edited in place keeps its size, which the
+    stamp's listing cannot see); one whose bytes differ from the manifest is rebuilt, reported as
+    "rebuilt (its files differed from the manifest: edited or corrupted after it was verified)"."""
     done = []
     for path in sorted(Path(root).glob("*.json")):
         try:
-            read_manifest(path)
+            manifest = read_manifest(path)
         except ManifestError:
             continue
         t0 = time.perf_counter()
+        folder, note = Path(root) / path.stem, ""
+        if verify and stamp_problem(folder, manifest) is None and tree_hash(folder)[0] != manifest["sha256"]:
+            (folder / STAMP).unlink()
+            note = " (its files differed from the manifest: edited or corrupted after it was verified)"
         _, state = _ensure(path.stem, Path(root), quiet=True)
-        done.append((path.stem, state, time.perf_counter() - t0))
+        done.append((path.stem, state + note, time.perf_counter() - t0))
     return done

@@ -33,6 +33,7 @@ from PIL import Image, ImageFilter
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from torchvision.transforms import v2
 
+from ..io import read_lines
 from .augment import MEAN, STD, AugmentConfig
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
@@ -250,15 +251,16 @@ def caption_tsv_stream(tsv_path: Path | str, transform: Transform,
     if not tsv_path.is_file():
         raise FileNotFoundError(f"{tsv_path} not found: write one 'caption<TAB>image path' line per pair")
     paths, captions = [], []
-    with tsv_path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            caption, sep, path = line.rstrip("\n").rpartition("\t")
-            if not sep:
-                raise ValueError(f"{tsv_path}:{lineno}: expected 'caption<TAB>image path', got {line!r}")
-            captions.append(caption.strip())
-            paths.append(path)
+    for lineno, line in enumerate(read_lines(tsv_path), start=1):  # a line that is not UTF-8 is named
+        if not line.strip():
+            continue
+        caption, sep, path = line.rpartition("\t")
+        if not sep:
+            raise ValueError(f"{tsv_path}:{lineno}: expected 'caption<TAB>image path', got {line!r}")
+        if not caption.strip():
+            raise ValueError(f"{tsv_path}:{lineno}: empty caption for {path}: write the caption, or remove the line")
+        captions.append(caption.strip())
+        paths.append(path)
     return StreamingPairs(tsv_path.parent if image_root is None else image_root, paths, captions, transform)
 
 

@@ -16,8 +16,6 @@ Generation is deterministic in ``seed`` (numpy PCG64), vectorised, and chunked.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..io import generated_folder
 from .base import ImageData, long_tailed_positions, register_dataset
 from .folder import image_folder
 
@@ -178,6 +177,7 @@ def class_folders(num_classes: int) -> list[str]:
 
 def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
     """Write every variant as an image folder into ``out_dir`` (replaced atomically); return images per split.
+    A non-empty ``out_dir`` that is not this command's output is refused (:func:`isogclr.io.generated_folder`).
 
     Layout, the one :func:`~isogclr.data.folder.image_folder` reads for ImageNet::
 
@@ -186,11 +186,22 @@ def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
         out_dir/c<variant>/<split>.csv                  every image's attributes (fine_label, superclass,
                                                         texture, colour, size, position, ...) by index
     """
+    with generated_folder(out_dir, _own_output, "python -m isogclr synthetic") as tmp:
+        return _write_variants(spec, tmp)
+
+
+def _own_output(folder: Path) -> bool:
+    """Whether ``folder`` looks like :func:`write_synthetic`'s output (its meta.json), so it may be replaced."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and {"spec", "class_names", "superclass_names"} <= set(meta)
+
+
+def _write_variants(spec: SyntheticSpec, tmp: Path) -> dict[str, int]:
     from PIL import Image
 
-    out_dir = Path(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
     counts = {}
     for variant, (train, test) in sorted(spec.per_class.items()):
         folders = dict(zip(fine_classes(variant), class_folders(variant), strict=True))
@@ -207,8 +218,6 @@ def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
             counts[f"c{variant}/{name}"] = len(arrays["images"])
     meta = {"spec": asdict(spec), "class_names": class_names(100), "superclass_names": superclass_names()}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.replace(tmp, out_dir)
     return counts
 
 

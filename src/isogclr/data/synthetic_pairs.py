@@ -16,7 +16,7 @@ and synonyms; a ``mismatch_fraction`` of train pairs get the caption of a random
 cluster instead, as in web data.
 
 Layout written by :func:`write_synthetic_pairs` (deterministic in the spec, every file written
-atomically by :mod:`isogclr.io`: to a temporary name, then moved into place with ``os.replace``)::
+atomically by :mod:`isogclr.io`: into a temporary sibling folder that then replaces ``out_dir``)::
 
     out_dir/train/images/NNNNNN.png       one image per pair
     out_dir/train/captions.tsv            caption<TAB>images/NNNNNN.png  (load_caption_tsv)
@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ..io import csv_text, save_bytes, save_text
+from ..io import csv_text, generated_folder, save_bytes, save_text
 from .synthetic import FINE_PER_SUPERCLASS, LOBES, STYLES, TEXTURES, class_names, fine_classes, render
 
 COLOURS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink")
@@ -354,12 +354,23 @@ def _write_zeroshot(spec: PairSpec, variant: int, folder: Path) -> None:
 
 
 def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
-    """Write the train pairs, the two retrieval sets and the zero-shot sets into ``out_dir`` (see module doc)."""
-    from .manifest import STAMP
+    """Write the train pairs, the two retrieval sets and the zero-shot sets into ``out_dir`` (see module doc),
+    through a temporary sibling folder that then replaces it; a non-empty ``out_dir`` that is not this
+    command's output is refused (:func:`isogclr.io.generated_folder`)."""
+    with generated_folder(out_dir, _own_output, "python -m isogclr synthetic-pairs") as tmp:
+        _write_all(spec, tmp)
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / STAMP).unlink(missing_ok=True)  # rewritten in place: no longer the bytes its manifest names
+
+def _own_output(folder: Path) -> bool:
+    """Whether ``folder`` looks like :func:`write_synthetic_pairs`'s output (its meta.json)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and {"spec", "caption_templates", "zeroshot_templates"} <= set(meta)
+
+
+def _write_all(spec: PairSpec, out_dir: Path) -> None:
     clusters = sample_clusters(spec)
     counts = cluster_counts(clusters["weight"], spec.num_pairs)
     _write_train(spec, clusters, counts, out_dir / "train")

@@ -28,13 +28,15 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import tarfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import torch
 import webdataset as wds
+from PIL import Image
 
-from .captions import CaptionData, _Builder
+from .captions import CaptionBuilder, CaptionData
 from .streaming import Transform
 
 IMAGE_KEYS = "jpg;jpeg;png;webp"
@@ -100,12 +102,42 @@ def _sample_index(sample: dict) -> int:
     return int(key)
 
 
+def _where(sample: dict) -> str:
+    """``<shard>:<key>``, how errors name a sample."""
+    return f"{sample.get('__url__')}:{sample.get('__key__')}"
+
+
+def _image_bytes(sample: dict) -> bytes:
+    image = next((sample[k] for k in IMAGE_KEYS.split(";") if k in sample), None)
+    if image is None:
+        raise ValueError(f"{_where(sample)}: sample without an image member ({IMAGE_KEYS.replace(';', ', ')}; it "
+                         f"has {sorted(k for k in sample if not k.startswith('__'))}): rewrite the shard")
+    return image
+
+
+def _caption(sample: dict) -> str:
+    if "txt" not in sample:
+        raise ValueError(f"{_where(sample)}: sample without a caption member (txt): rewrite the shard")
+    try:
+        caption = sample["txt"].decode("utf-8").strip()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{_where(sample)}: the caption (txt) is not UTF-8 (byte {err.start + 1}): rewrite it as "
+                         "UTF-8") from None
+    if not caption:
+        raise ValueError(f"{_where(sample)}: empty caption (txt): write the caption, or remove the sample")
+    return caption
+
+
 def _decode_pair(transform: Transform):
     def decode(sample: dict) -> tuple[torch.Tensor, str, int]:
-        if "image" not in sample or "txt" not in sample:
-            raise ValueError(f"{sample.get('__url__')}: sample {sample['__key__']!r} lacks an image ({IMAGE_KEYS}) "
-                             "or a caption (txt)")
-        return transform(sample["image"].convert("RGB")), sample["txt"], _sample_index(sample)
+        caption = _caption(sample)
+        try:
+            with Image.open(io.BytesIO(_image_bytes(sample))) as img:
+                image = img.convert("RGB")
+        except (OSError, SyntaxError, Image.DecompressionBombError) as err:
+            raise ValueError(f"{_where(sample)}: cannot decode the image ({type(err).__name__}: {err}): replace "
+                             "the sample, or rewrite the shard") from None
+        return transform(image), caption, _sample_index(sample)
     return decode
 
 
@@ -125,7 +157,7 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
                              empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
     if shuffle_buffer > 1:
         dataset = dataset.shuffle(shuffle_buffer)
-    return (dataset.decode("pil").rename(image=IMAGE_KEYS).map(_decode_pair(transform)))
+    return dataset.map(_decode_pair(transform))
 
 
 def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, list[str], torch.Tensor]:
@@ -162,27 +194,60 @@ def _batches(samples: Iterator, local: int, steps: int, shards: Sequence[str]) -
         yield _stack(batch)
 
 
-def load_webdataset_tar(shards: Path | str | Iterable[Path | str], size: int = 64) -> CaptionData:
+def load_webdataset_tar(shards: Path | str | Iterable[Path | str], size: int = 64,
+                        max_unreadable: int = 0) -> CaptionData:
     """All samples of webdataset shards decoded into memory (small sets only): ``KEY.<jpg|jpeg|png|webp>`` +
-    ``KEY.txt``, read with the ``webdataset`` library in shard and member order. Samples lacking an image or a
-    caption, and undecodable images, are skipped, counted and reported in one warning."""
+    ``KEY.txt``, read with the ``webdataset`` library in shard and member order. A sample lacking an image or a
+    caption, an undecodable image and the samples a truncated shard loses (against ``sizes.json`` where it
+    exists) are errors naming the shard and key, after all are counted (up to ``max_unreadable`` are skipped
+    with a warning instead, :class:`~isogclr.data.captions.CaptionBuilder`); an empty caption is an error."""
 
     paths = [Path(shards)] if isinstance(shards, str | Path) else [Path(s) for s in shards]
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: webdataset shards are written by e.g. img2dataset "
                                     "with --output_format webdataset")
-    builder = _Builder(size, ", ".join(str(p) for p in paths))
-    samples = wds.WebDataset([str(p) for p in paths], shardshuffle=False, nodesplitter=None,
-                             workersplitter=None, empty_check=False)
-    for sample in samples:
-        name = f"{Path(sample['__url__']).name}:{sample['__key__']}"
-        image = next((sample[k] for k in IMAGE_KEYS.split(";") if k in sample), None)
-        if image is None or "txt" not in sample:
-            builder.bad.append(name)
-            continue
-        builder.add(name, lambda b=image: io.BytesIO(b), [sample["txt"].decode("utf-8").strip()])
+    builder = CaptionBuilder(size, ", ".join(str(p) for p in paths), max_unreadable)
+    for path in paths:
+        samples = iter(wds.WebDataset([str(path)], shardshuffle=False, nodesplitter=None, workersplitter=None,
+                                      empty_check=False))
+        read, last, truncated = 0, None, None
+        while True:
+            try:
+                sample = next(samples)
+            except StopIteration:
+                break
+            except (tarfile.TarError, OSError, EOFError) as err:
+                truncated = (f"{path}: truncated or corrupt "
+                             + (f"after sample {last!r}" if last is not None else "before its first sample")
+                             + f" ({type(err).__name__}: {err}): re-download or rewrite the shard")
+                break
+            read, last = read + 1, sample["__key__"]
+            where = _where({**sample, "__url__": path})
+            try:
+                image = _image_bytes(sample)
+                if "txt" not in sample:
+                    raise ValueError(f"{where}: sample without a caption member (txt): rewrite the shard")
+            except ValueError as err:
+                builder.lost(where, err)
+                continue
+            builder.add(f"{path.name}:{sample['__key__']}", lambda b=image: io.BytesIO(b), [_caption(sample)], where)
+        expected = _expected_size(path)
+        if truncated is not None and (expected is None or expected <= read):
+            builder.lost(truncated, ValueError("samples after it are lost (their number is unknown)"))
+        elif expected is not None and read < expected:  # every sample the shard lost, counted
+            reason = ValueError(truncated or f"{path} holds {read} samples, its sizes.json says {expected}")
+            for i in range(read, expected):
+                builder.lost(f"{path}: sample {i + 1} of {expected}", reason)
     return builder.build()
+
+
+def _expected_size(shard: Path) -> int | None:
+    """The shard's sample count from its ``sizes.json`` or img2dataset stats, None when neither is there."""
+    try:
+        return shard_sizes([shard])[shard.name]
+    except (FileNotFoundError, KeyError, ValueError):
+        return None
 
 
 __all__ = ["load_webdataset_tar", "rank_shards", "shard_loader", "shard_pairs", "shard_sizes", "steps_per_epoch",

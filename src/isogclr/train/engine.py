@@ -18,7 +18,11 @@ Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2
   written to the timing record ``timing.csv`` (:mod:`isogclr.timing`) when the run finishes;
 * a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, timings, the task's own state such as
   RNG states) written atomically at the end of every epoch and every ``checkpoint_every`` steps, and a
-  resume from it that gives the same result as an uninterrupted run.
+  resume from it that gives the same result as an uninterrupted run. The checkpoint holds tensors, numbers,
+  strings and plain containers only and is read with ``weights_only=True`` (:func:`isogclr.io.load_torch`):
+  a checkpoint folder is named by the user, and a planted pickle must not run code;
+* a lock on the checkpoint (``<checkpoint>.lock``, :func:`isogclr.io.held_by_one`) for the whole run: a
+  second process training the same run with the same checkpoint folder is refused, naming the first.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from torch import nn
 from tqdm import tqdm
 
 from .. import timing
-from ..io import save_torch
+from ..io import held_by_one, load_torch, save_torch
 from .curves import log_epoch, open_curves
 from .monitor import StepMonitor
 from .optim import warmup_cosine
@@ -103,13 +107,27 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
     ckpt_path = Path(ckpt_path)
+    if not is_main:  # the main process holds the run's lock for all of them
+        return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
+    with held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"), f"run {task.run_id} (checkpoint {ckpt_path})"):
+        return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
+
+
+def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
+         curves_dir: Path | None, checkpoint_every: int, describe: Callable[[dict], str],
+         barrier: Callable[[], None], is_main: bool, on_epoch_end: Callable[[int], None], timing_run: str | None,
+         timing_by: str) -> list[dict]:
     model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
     monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
     for group in optimizer.param_groups:
         group.setdefault("base_lr", group["lr"])
     step, rows, losses, timings = 0, [], [], []
     if ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location=next(model.parameters()).device, weights_only=False)
+        state = load_torch(ckpt_path, f"checkpoint of run {task.run_id}",
+                           f"move it aside (`mv {ckpt_path} {ckpt_path}.bad`) and start the run over",
+                           map_location=next(model.parameters()).device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])

@@ -1,0 +1,235 @@
+"""Hostile input and broken files: checkpoints, `.pt` files, run locks, generators' output folders.
+
+Each test is one case of the reliability review (a planted pickle, a truncated file, two runs at once, a
+generator pointed at a folder it did not write).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from isogclr import io as iso_io
+from isogclr.train.engine import fit
+
+
+class _TinyTask:
+    """The smallest :class:`~isogclr.train.engine.Task`: a linear layer pulled towards zero."""
+
+    run_id, method, epochs, steps_per_epoch, batch_size = "tiny", "tiny", 2, 2, 4
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = nn.Linear(3, 2)
+        self.loss_fn = nn.Module()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
+        self.x = torch.randn(4, 3)
+
+    def begin_epoch(self, epoch: int, start: int) -> None:
+        pass
+
+    def loss(self, batch: int) -> torch.Tensor:
+        return self.model(self.x).pow(2).mean()
+
+    def epoch_columns(self, epoch: int) -> dict:
+        return {}
+
+    def state_dict(self) -> dict:
+        return {"rng": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict, step: int) -> None:
+        torch.set_rng_state(state["rng"])
+
+
+def _fit(ckpt: Path, **kwargs) -> list[dict]:
+    task = _TinyTask()
+    return fit(task, total_steps=task.epochs * task.steps_per_epoch, warmup_steps=0, final_lr_fraction=1.0,
+               ckpt_path=ckpt, curves_dir=None, **kwargs)
+
+
+class _Planted:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204 (what a hostile pickle does: call a function on load)
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_checkpoint_pickle_is_refused_and_runs_nothing(tmp_path):
+    ckpt, marker = tmp_path / "ckpt" / "checkpoint.pt", tmp_path / "ran"
+    ckpt.parent.mkdir()
+    torch.save({"model": _Planted(marker), "step": 0}, ckpt)
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        _fit(ckpt)
+    assert not marker.exists(), "the checkpoint's pickle ran code"
+    assert str(ckpt) in str(err.value) and "refused" in str(err.value) and "move it aside" in str(err.value)
+
+
+def test_a_checkpoint_resumes_with_weights_only(tmp_path):
+    """The engine's own checkpoint holds only types weights_only=True accepts, and the resume is exact."""
+    ckpt = tmp_path / "checkpoint.pt"
+    whole = _fit(tmp_path / "whole.pt")
+
+    def stop(epoch: int) -> None:
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(ckpt, on_epoch_end=stop)
+    torch.load(ckpt, weights_only=True)  # raises if any other type is in it
+    assert _fit(ckpt) == whole
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_checkpoint_names_the_file_and_says_to_move_it_aside(tmp_path, damage):
+    ckpt = tmp_path / "checkpoint.pt"
+
+    def stop(epoch: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(ckpt, on_epoch_end=stop)
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        _fit(ckpt)
+    message = str(err.value)
+    assert str(ckpt) in message and f"mv {ckpt} {ckpt}.bad" in message and "start the run over" in message
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_features_file_names_the_file_and_the_run(tmp_path, damage):
+    from isogclr.analysis.embeddings import load_features
+
+    path = tmp_path / "run-s0" / "artifacts" / "features.pt"
+    path.parent.mkdir(parents=True)
+    torch.save({"test": torch.zeros(50, 8), "test_labels": torch.zeros(50, dtype=torch.long)}, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        load_features(tmp_path, "run-s0")
+    assert str(path) in str(err.value) and "rerun the training run run-s0" in str(err.value)
+
+
+def test_every_torch_load_goes_through_the_one_loader():
+    src = Path(iso_io.__file__).parent
+    users = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if "torch.load(" in p.read_text())
+    assert users == ["io.py"]
+
+
+def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_path):
+    ckpt = tmp_path / "checkpoint.pt"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from isogclr.io import held_by_one
+        with held_by_one({str(ckpt) + '.lock'!r}, "run tiny"):
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(iso_io.BusyError) as err:
+            _fit(ckpt)
+        assert f"pid {holder.pid}" in str(err.value) and "run tiny" in str(err.value)
+        assert not ckpt.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(_fit(ckpt)) == 2  # the holder is gone: its lock went with it
+
+
+def test_held_by_one_is_released_after_the_block(tmp_path):
+    with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+        with pytest.raises(iso_io.BusyError):
+            with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+                pass
+    with iso_io.held_by_one(tmp_path / "x.lock", "x"):
+        pass
+
+
+def test_read_lines_names_the_line_that_is_not_utf8(tmp_path):
+    path = tmp_path / "captions.tsv"
+    path.write_bytes(b"a dog\timages/1.png\nbad \xff caption\timages/2.png\n")
+    (tmp_path / "ok.tsv").write_text("x\r\ny\n")
+    assert iso_io.read_lines(tmp_path / "ok.tsv") == ["x", "y"]
+    with pytest.raises(ValueError, match=r"captions.tsv:2: not UTF-8"):
+        iso_io.read_lines(path)
+
+
+def _import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at the top or inside a function), from the source."""
+    import ast
+
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name_of(p): p for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here.split(".")[: len(here.split(".")) - node.level + 1]) if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                targets = [module] + [f"{module}.{a.name}" for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_the_package_has_no_import_circle():
+    graph = _import_graph(Path(iso_io.__file__).parent)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                circle = path[path.index(target):] + [target]
+                pytest.fail("import circle: " + " -> ".join(circle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert "isogclr.data.webdataset" in graph["isogclr.data.pairs_folder"]  # the walk sees lazy imports too
+
+
+def test_a_tracked_table_refuses_a_wall_clock_column(tmp_path):
+    import pandas as pd
+
+    from isogclr.analysis.tables import write_table
+
+    table = pd.DataFrame({"method": ["emc2"], "objective": [-0.24], "train_seconds": [9.0]}).set_index("method")
+    with pytest.raises(ValueError, match=r"emc2_augmentations: the table has wall-clock column\(s\) \['train_seconds"):
+        write_table(table, tmp_path / "emc2_augmentations", "caption")
+    assert not list(tmp_path.iterdir())
+    write_table(table.drop(columns="train_seconds"), tmp_path / "emc2_augmentations", "caption")
+    assert (tmp_path / "emc2_augmentations.csv").read_text() == "method,objective\nemc2,-0.24\n"
+
+
+def test_the_emc2_report_writes_its_tables_without_wall_clock():
+    """The notebook shows the training seconds beside its tables, from the timing record, never inside them."""
+    import ast
+
+    source = (Path(__file__).parents[1] / "notebooks" / "src" / "emc2_convergence.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "write_table":
+            assert "seconds" not in ast.unparse(node.args[0])
+    assert 'study.convergence["train_seconds"]' not in source and 'study.augmentations["train_seconds"]' not in source
+    assert "convergence_seconds(" in source  # the times still come from the timing record
