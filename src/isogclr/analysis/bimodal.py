@@ -22,7 +22,7 @@ from scipy.stats import spearmanr
 from ..config import bimodal_run_id, bimodal_study_spec
 from .studies import study_run_path
 from .tables import cell, mean_std
-from .verdicts import Verdict, compare, paper_difference, per_seed
+from .verdicts import NO_LEARNING_MARGIN, Verdict, compare, paper_difference, per_seed
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
                      "synth100": "CIFAR100"}
@@ -110,11 +110,14 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
 
 
 def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, dataset: str, metric: str,
-                     paper: pd.DataFrame | None = None, paper_rows: dict[str, str] | None = None) -> Verdict:
+                     paper: pd.DataFrame | None = None, paper_rows: dict[str, str] | None = None,
+                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN) -> Verdict:
     """"``better`` beats ``worse``" on one of our numbers, paired by seed (:func:`.verdicts.compare`: mean
     paired difference with its 95% t interval over seeds). The paper's effect is its ``better - worse`` on the
     counterpart of ``dataset`` (``paper``: the transcribed Tables 2/5/6/7; ``paper_rows`` maps our method to
-    the paper's row), None where the paper has no such number."""
+    the paper's row), None where the paper has no such number. ``floor``: the metric's no-learning score
+    (chance, or the untrained pair of encoders); both methods within ``margin`` of it: not testable (no
+    learning)."""
     rows = paper_rows or {}
     paper_effect = None if paper is None else paper_difference(
         paper, rows.get(better, better), rows.get(worse, worse), dataset=PAPER_COUNTERPART.get(dataset),
@@ -122,7 +125,7 @@ def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, da
     return compare(f"{claim} [{dataset} {metric}]", (better, per_seed(runs, "value", method=better,
                                                                       dataset=dataset, metric=metric)),
                    (worse, per_seed(runs, "value", method=worse, dataset=dataset, metric=metric)),
-                   paper_effect=paper_effect)
+                   paper_effect=paper_effect, floor=floor, margin=margin)
 
 
 def load_train_logs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
