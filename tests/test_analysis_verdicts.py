@@ -156,6 +156,9 @@ def test_report_helpers_build_verdicts_from_per_seed_tables():
                           "mean": [14.0, 12.0]})
     v = ordering_verdict(runs, "iso > clip", "iso", "clip", "retrieval_a", "ir_r1", paper, {"iso": "isogclr"})
     assert v.status == "supported" and v.paper_effect == pytest.approx(2.0) and v.claim.endswith("[retrieval_a ir_r1]")
+    chance = ordering_verdict(runs, "iso > clip", "iso", "clip", "retrieval_a", "ir_r1", paper, {"iso": "isogclr"},
+                              floor=5.0)  # both within 2 points of a 5% floor: no learning
+    assert chance.status == "not testable" and chance.evidence.startswith("no learning")
     study = pd.DataFrame({"method": "m", "value": [0.1, 0.1, 0.4], "seed": [0, 1, 0], "top1": [1.0, 2.0, 3.0]})
     assert per_value(study, "m") == {0.1: {0: 1.0, 1: 2.0}, 0.4: {0: 3.0}}
     rng = np.random.default_rng(2)

@@ -23,7 +23,10 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     readme = (tmp_path / "README.md").read_text()
     assert readme.index("First report") < readme.index("Second report")
     assert "1 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme and "claim C" in readme
-    assert "supported | +2.00 [+1.75, +2.25] (3 seeds; paper +0.5) |" in readme  # the effect, its interval, the paper
+    # the effect, its interval, the paper's effect, the minimum detectable effect, the seeds the paper's would need
+    assert "supported | +2.00 [+1.75, +2.25] (3 seeds; paper +0.5; MDE 0.33; paper's size needs 3 seeds) |" in readme
+    assert "1 supported, 0 contradicted, 0 inconclusive, 0 not testable; median minimum detectable effect 0.33 " \
+           "over 1 paired comparisons" in readme
     assert "0 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme  # per report
     assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()

@@ -35,18 +35,16 @@ setup_report()  # cwd: the repository root, found from any folder; whole table c
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from isogclr.analysis.studies import collect_study, per_value, same_settings, study_temperatures
+from isogclr.analysis.ablations import gamma_verdict, rho_verdict, tau_distribution_verdict, tau_verdicts
+from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import Verdict, combine, compare, effect, knob_effect, not_testable, write_verdicts
+from isogclr.analysis.verdicts import Verdict, write_verdicts
 from isogclr.config import load_params, method_settings, pretraining_epochs, profile_name, study_spec
 
 params = load_params(params_path)
 profile = profile_name(params)
 dataset = study_spec(params, "rho").dataset
 counterpart = PAPER_COUNTERPART.get(dataset, dataset)
-
-
-TOLERANCE = 1.0  # points of top-1: a knob "matters" when it moves the result by more than this
 
 
 def epochs_of(study: str) -> int:
@@ -99,9 +97,7 @@ print(caption9)
 table9.round(2)
 
 # %%
-verdicts.append(knob_effect("Table 9: iSogCLR is not sensitive to rho in 0.1-0.4", per_value(rho, "isogclr"),
-                            tolerance=TOLERANCE, sensitive=False, knob="rho",
-                            paper_effect=paper9.max() - paper9.min()))
+verdicts.append(rho_verdict(rho, paper9))
 
 # %% [markdown]
 # ## Table 8 and Figure 7 (left): tau for SimCLR / SogCLR against tau_init for iSogCLR
@@ -126,21 +122,7 @@ print(caption8)
 table8_full.round(2)
 
 # %%
-paper_range = paper8.max(axis=1) - paper8.min(axis=1)
-verdicts.append(knob_effect("Table 8: tau is an important hyper-parameter of SimCLR", per_value(curves, "simclr"),
-                            tolerance=TOLERANCE, sensitive=True, knob="tau",
-                            paper_effect=paper_range.get("paper CIFAR10 simclr")))
-iso_by_value = per_value(curves, "isogclr")
-verdicts.append(knob_effect("Table 8: iSogCLR is not sensitive to tau_init in 0.1-0.7", iso_by_value,
-                            tolerance=TOLERANCE, sensitive=False, knob="tau_init",
-                            paper_effect=paper_range.get("paper CIFAR10 isogclr")))
-best_tau = table8.loc["simclr"].idxmax()  # SimCLR's best tau by its mean (the paper's "tuned" SimCLR)
-best_simclr = (f"simclr tau {best_tau}", per_value(curves, "simclr")[best_tau])
-paper_gap = (paper8.loc["paper CIFAR10 isogclr"].min() - paper8.loc["paper CIFAR10 simclr"].max()
-             if {"paper CIFAR10 isogclr", "paper CIFAR10 simclr"} <= set(paper8.index) else None)
-verdicts.append(combine("Table 8 / Figure 7: iSogCLR with any tau_init beats SimCLR with its best tau",
-                        [compare(f"tau_init {v}", (f"isogclr tau_init {v}", by_seed), best_simclr,
-                                 paper_effect=paper_gap) for v, by_seed in iso_by_value.items()]))
+verdicts += tau_verdicts(curves, paper8)
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
@@ -179,15 +161,7 @@ ax.set_ylabel("samples")
 ax.set_title(f"Figures 8/9: final tau, iSogCLR on {dataset}")
 ax.legend()
 save_figure(fig, reports_dir, "ablation_tau_distributions")
-# per seed: half the spread of the tau_init values minus the spread of the final mean tau (> 0: similar)
-init_spread = max(summary.index) - min(summary.index)
-final_means = temps.groupby(["seed", "value"])["tau"].mean()
-verdicts.append(effect(
-    "Figures 8/9: the learned tau distributions are similar regardless of tau_init",
-    {s: 0.5 * init_spread - (m.max() - m.min()) for s, m in final_means.groupby(level="seed")},
-    what="half the tau_init spread - the spread of the final mean tau", unit="",
-    detail=f"final mean tau per tau_init {', '.join(f'{v}: {m:.3f}' for v, m in summary['mean'].items())} "
-           f"for tau_init spanning {init_spread:.2f}, after {epochs_of('tau_init')} epochs"))
+verdicts.append(tau_distribution_verdict(temps, epochs_of("tau_init")))
 summary.round(4)
 
 # %% [markdown]
@@ -205,15 +179,7 @@ table_gamma["paper ImageNet-1K, 100 epochs"] = [paper_g.get(v, float("nan")) for
 write_table(table_gamma.round(2), Path(reports_dir) / "tables" / "ablation_gamma",
             f"SogCLR Table 8, profile `{profile}`: SogCLR top-1 (%) against gamma on {dataset}, "
             f"{epochs_of('gamma')} epochs; paper: ImageNet-1K, batch 256.")
-if 1.0 not in table_gamma.index:
-    verdicts.append(not_testable("SogCLR Table 8: gamma < 1 beats gamma = 1",
-                                 "gamma = 1.0 is not among studies.gamma.values"))
-else:
-    by_gamma = per_value(gamma, "sogclr")
-    best = table_gamma.drop(index=1.0)[f"ours {dataset}"].idxmax()  # the best gamma < 1 by its mean
-    verdicts.append(compare("SogCLR Table 8: a moving average (best gamma < 1) beats gamma = 1",
-                            (f"gamma {best}", by_gamma[best]), ("gamma 1.0", by_gamma[1.0]),
-                            paper_effect=paper_g.drop(index=1.0, errors="ignore").max() - paper_g.get(1.0)))
+verdicts.append(gamma_verdict(gamma, paper_g))
 table_gamma.round(2)
 
 # %% [markdown]

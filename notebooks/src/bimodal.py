@@ -49,13 +49,12 @@ import pandas as pd
 from IPython.display import display
 from PIL import Image
 
-from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, budget_table, collect_bimodal_runs,
-                                      collect_bimodal_study, load_bimodal_taus, load_train_logs,
-                                      ordering_verdict, side_by_side, tau_extremes, tau_frequency_correlation)
+from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimodal_verdicts, budget_table,
+                                      collect_bimodal_runs, collect_bimodal_study, load_bimodal_taus,
+                                      load_train_logs, side_by_side, tau_extremes, tau_frequency_correlation)
 from isogclr.analysis.studies import check_differs_only, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import Verdict, combine, compare, effect, not_testable, per_seed, write_verdicts
-from isogclr.analysis.verdicts import correlation as correlation_verdict
+from isogclr.analysis.verdicts import write_verdicts
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
 from isogclr.config import (bimodal_paper_rows, bimodal_run_id, bimodal_runs, bimodal_settings, bimodal_study_spec,
                             load_params, method_settings, profile_name, tuning_spec)
@@ -272,72 +271,9 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
 # scale, with the reason. The verdicts are written to `reports/verdicts/bimodal.csv`.
 
 # %%
-claims: list[Verdict] = []
-has = set(methods).issuperset
-if has({"isogclr_bimodal", "clip"}):
-    for dataset in ("retrieval_a", "retrieval_b"):
-        for metric in ("ir_r1", "tr_r1"):
-            claims.append(ordering_verdict(runs, "Tables 2/5/6: iSogCLR > CLIP on retrieval", "isogclr_bimodal",
-                                           "clip", dataset, metric, paper, paper_rows))
-for baseline in ("sogclr_bimodal", "cyclip"):
-    if has({"isogclr_bimodal", baseline}):
-        for dataset in ("retrieval_a", "retrieval_b"):
-            claims.append(ordering_verdict(runs, f"Tables 2/5/6: iSogCLR > {baseline} on retrieval",
-                                           "isogclr_bimodal", baseline, dataset, "ir_r1", paper, paper_rows))
-if has({"isogclr_bimodal", "clip"}):
-    claims.append(ordering_verdict(runs, "Table 7: iSogCLR > CLIP zero-shot on CIFAR100", "isogclr_bimodal", "clip",
-                                   "synth100", "top1", paper, paper_rows))
-    claims.append(ordering_verdict(runs, "Table 7: CLIP > iSogCLR zero-shot on CIFAR10 (the paper's exception)",
-                                   "clip", "isogclr_bimodal", "synth10", "top1", paper, paper_rows))
-claims.append(not_testable("Tables 2/7: iSogCLR best zero-shot on ImageNet1K",
-                           "at this scale: the generated data has no 1000-class counterpart"))
-paper4 = paper_numbers("sogclr_table4").query("batch_size == 128").set_index(["method", "epochs"])["top1"]
-short, long = int(budgets.epochs.min()), int(budgets.epochs.max())
-if has({"sogclr_bimodal", "clip"}):
-    for dataset, metric in cells:
-        def at(method: str, epochs: int = short, dataset: str = dataset, metric: str = metric) -> dict[int, float]:
-            return per_seed(budgets, "value", method=method, dataset=dataset, metric=metric, epochs=epochs)
-
-        claims.append(compare(f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch "
-                              f"[{dataset} {metric}]", ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
-                              paper_effect=paper4["sogclr", 30] - paper4["clip", 30]))
-        # "CLIP loses accuracy from the short to the long budget, SogCLR does not": both parts, paired by seed
-        claims.append(combine(
-            f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does not "
-            f"[{dataset} {metric}]",
-            [compare(f"CLIP {short} ep > {long} ep", (f"clip {short} ep", at("clip")),
-                     (f"clip {long} ep", at("clip", long)), paper_effect=paper4["clip", 30] - paper4["clip", 60]),
-             compare(f"SogCLR {long} ep >= {short} ep", (f"sogclr {long} ep", at("sogclr_bimodal", long)),
-                     (f"sogclr {short} ep", at("sogclr_bimodal")),
-                     paper_effect=paper4["sogclr", 60] - paper4["sogclr", 30])]))
-if has({"isogclr_bimodal", "clip"}):
-    curve = logs.groupby(["method", "seed"], as_index=False)["retrieval_a_ir_r1"].mean()
-    claims.append(compare("Figure 1 (right): iSogCLR converges faster than CLIP [retrieval_a IR@1 averaged over "
-                          "epochs]",
-                          ("isogclr_bimodal", per_seed(curve, "retrieval_a_ir_r1", method="isogclr_bimodal")),
-                          ("clip", per_seed(curve, "retrieval_a_ir_r1", method="clip"))))
-if has({"clip_large_tau", "clip"}):
-    large = per_seed(runs, "value", method="clip_large_tau", dataset="retrieval_a", metric="ir_r1")
-    tuned = per_seed(runs, "value", method="clip", dataset="retrieval_a", metric="ir_r1")
-    claims.append(effect("Figure 7 (right): CLIP with a fixed large tau fails to converge",
-                         {s: 0.5 * tuned[s] - large[s] for s in set(large) & set(tuned)},
-                         what="half of CLIP's retrieval_a IR@1 minus clip_large_tau's",
-                         detail=f"clip_large_tau (tau {method_settings(params, 'clip_large_tau').get('tau')}) vs clip, "
-                                "fails = below half of CLIP's"))
-if "clip_individual_tau" in methods:
-    drift = logs[logs.method == "clip_individual_tau"]
-    tau_init = method_settings(params, "clip_individual_tau").get("tau_init", 0.01)
-    last = drift[drift.epoch == drift.epoch.max()]
-    rises = all(g.sort_values("epoch")[c].is_monotonic_increasing for _, g in drift.groupby("seed")
-                for c in ("tau_image_mean", "tau_text_mean"))
-    claims.append(effect("Appendix C.3: per-pair temperatures learned by autograd drift upward",
-                         {s: v - tau_init for s, v in zip(last.seed, last.tau_image_mean, strict=True)},
-                         what="final mean tau_image - tau_init", unit="",
-                         detail=f"tau_init {tau_init}; the means rise every epoch in every seed: {rises}"))
-iso_taus = taus[taus.method == "isogclr_bimodal"]
-if len(iso_taus):
-    claims.append(correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
-                                      {s: (g.tau_image, g.cluster_frequency) for s, g in iso_taus.groupby("seed")},
-                                      what="Spearman(tau_image, cluster frequency) over pairs"))
+settings = {m: method_settings(params, m) for m in methods}  # the side methods' knobs, named in the evidence
+claims = bimodal_verdicts(runs, methods, paper, paper_rows, budgets, cells, paper_numbers("sogclr_table4"), logs, taus,
+                          large_tau=settings.get("clip_large_tau", {}).get("tau"),
+                          tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01))
 verdicts = write_verdicts(claims, reports_dir, "bimodal")
 verdicts

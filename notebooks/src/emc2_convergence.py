@@ -42,7 +42,6 @@ reports_dir = "reports"
 
 # %%
 import json
-import math
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,9 +52,10 @@ setup_report()  # cwd: the repository root, found from any folder; whole table c
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from isogclr.analysis.emc2 import augmentation_verdicts, convergence_verdicts
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.timing import convergence_seconds
-from isogclr.analysis.verdicts import effect, not_testable, write_verdicts
+from isogclr.analysis.verdicts import write_verdicts
 
 started = time.perf_counter()
 cfg = SimpleNamespace(**json.loads((Path(runs_dir) / "config.json").read_text()))  # the study's resolved settings
@@ -140,46 +140,6 @@ aug.assign(train_seconds=convergence_seconds(study.augmentations, runs_dir, fina
 # and every claim is **not testable** at this scale (the numbers are in the evidence).
 
 # %%
-final = curve.sort_values("epoch").groupby("method").last()
-emc2_g = final.loc["emc2", "grad_norm_sq"]
-baselines = final.drop(index="emc2")
-best_base = baselines.grad_norm_sq.idxmin()
-ratio = baselines.grad_norm_sq.min() / emc2_g
-norms = ", ".join(f"{m} {g:.3g}" for m, g in final.grad_norm_sq.items())
-samples = int(final.samples_seen.max())
-trajectory = "; ".join(f"{m}: " + " -> ".join(f"{g:.3g}" for g in rows.grad_norm_sq)
-                       for m, rows in curve.groupby("method", sort=False))
-verdicts = [  # per seed (the study runs one): log10 of the ratio best baseline / EMC2, > 0 when EMC2 is lower
-    effect("Fig. 7: EMC2 reaches a lower exact squared gradient norm than SimCLR and SogCLR",
-           {cfg.seed: math.log10(ratio)}, what="log10(best baseline / EMC2 final ||grad F||^2)", unit="",
-           detail=f"final ||grad F||^2 after {samples} samples: {norms}; the best baseline ({best_base}) / EMC2 = "
-                  f"{ratio:.2f}; {cfg.num_images} synth10 images x {cfg.num_augmentations} views, batch "
-                  f"{cfg.batch_size}, {cfg.epochs} epochs, one seed; an early-training snapshot, no method is near "
-                  f"stationarity and the norms fluctuate between evaluations (every {cfg.eval_every} epochs from "
-                  f"epoch 0: {trajectory})"),
-    effect("Fig. 7: EMC2's squared gradient norm is about two orders of magnitude below the baselines'",
-           {cfg.seed: math.log10(ratio) - 2}, what="log10(best baseline / EMC2) - 2", unit="",
-           detail=f"best baseline / EMC2 = {ratio:.2f} (paper: ~100, after a long run at lr 1e-3, b = 4 on STL-10)"),
-]
-emc2_all = study.augmentations[study.augmentations.method == "emc2"].set_index("num_augmentations").sort_index()
-emc2_aug = emc2_all.drop(index=FRESH_VIEWS, errors="ignore")
-knn = emc2_aug.knn1_top1
-rises = bool((knn.diff().dropna() > 0).all())
-verdicts.append(effect(
-    "Fig. 3: EMC2's accuracy improves as the number of pre-computed augmentations grows",
-    {cfg.seed: knn.iloc[-1] - knn.iloc[0]}, what=f"1-NN top-1 at A={knn.index[-1]} - at A={knn.index[0]}",
-    detail="1-NN top-1 " + ", ".join(f"A={a}: {v:.2f}%" for a, v in knn.items())
-    + f" ({'rises at every step' if rises else 'not monotone'}; one seed, {cfg.epochs} epochs, batch "
-      f"{cfg.batch_size}); final ||grad F||^2 " + ", ".join(f"A={a}: {g:.3g}" for a, g in emc2_aug.grad_norm_sq.items())))
-claim3 = "Fig. 3: with more pre-computed augmentations EMC2 approaches the infinite-augmentation EMC2"
-if FRESH_VIEWS in emc2_all.index:
-    reference = emc2_all.loc[FRESH_VIEWS, "knn1_top1"]
-    gaps = (knn - reference).abs()
-    verdicts.append(effect(
-        claim3, {cfg.seed: gaps.iloc[0] - gaps.iloc[-1]}, what=f"|gap| at A={gaps.index[0]} - at A={gaps.index[-1]}",
-        detail=f"1-NN top-1 of EMC2 with fresh views every step {reference:.2f}%; |gap| to it " + ", ".join(
-            f"A={a}: {g:.2f}" for a, g in gaps.items()) + " points (one seed: run-to-run noise is about a point)"))
-else:
-    verdicts.append(not_testable(claim3, "emc2_convergence.infinite_augmentation is false in params.yaml"))
+verdicts = convergence_verdicts(curve, cfg) + augmentation_verdicts(study.augmentations, cfg, FRESH_VIEWS)
 print(f"report: {time.perf_counter() - started:.0f} s")
 write_verdicts(verdicts, reports_dir, "emc2_convergence")

@@ -48,10 +48,11 @@ from isogclr.analysis.embeddings import (
     subsample,
     tau_extremes,
     tsne_embedding,
+    tsne_verdicts,
 )
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
-from isogclr.analysis.verdicts import best_of, effect, not_testable, write_verdicts
+from isogclr.analysis.verdicts import write_verdicts
 from isogclr.config import load_params, profile_name, run_id, table_spec, temperature_spec
 
 params = load_params(params_path)
@@ -127,20 +128,5 @@ summary.round(4)
 # scale, and the evidence gives the one-seed numbers.
 
 # %%
-claimed, verdicts = "isogclr", []
-for column, unit in (("silhouette_cosine", ""), ("knn5_features", "points"), ("knn5_tsne", "points")):
-    claim = f"Fig. 4: {claimed}'s {dataset} test features are better separated than the baselines' ({column})"
-    if claimed not in table.index or len(table) < 2:
-        verdicts.append(not_testable(claim, f"{list(table.index)}: needs {claimed} and a baseline"))
-        continue
-    verdicts.append(best_of(claim, (claimed, {seed: table.loc[claimed, column]}),
-                            {m: {seed: v} for m, v in table[column].drop(claimed).items()}, unit=unit))
-near, far = summary.loc["largest tau", "centroid_distance_mean"], summary.loc["smallest tau", "centroid_distance_mean"]
-sizes = summary["class_frequency_mean"]
-verdicts.append(effect(
-    f"Fig. 5: large-tau samples sit in cluster centres, small-tau ones away from clusters ({lt_run})",
-    {seed: far - near}, what="distance of the 10% smallest-tau - of the 10% largest-tau", unit="",
-    detail=f"mean cosine distance to the class centre: 10% largest tau {near:.4f}, 10% smallest tau {far:.4f}, "
-           f"all {summary.loc['all', 'centroid_distance_mean']:.4f}; mean class size of the two groups "
-           f"{sizes['largest tau']:.0f} vs {sizes['smallest tau']:.0f} training samples"))
+verdicts = tsne_verdicts(table, summary, claimed="isogclr", dataset=dataset, seed=seed, lt_run=lt_run)
 write_verdicts(verdicts, reports_dir, "feature_tsne")

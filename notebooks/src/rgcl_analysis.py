@@ -52,15 +52,15 @@ from scipy.special import softmax
 from isogclr.analysis.rgcl import (
     anchor_row,
     feasible_interval,
-    kl_to_uniform,
     optimum_row,
     primal_plane,
     rgcl_dual,
     rgcl_dual_objective,
+    rgcl_verdicts,
     semantic_frequency_anchors,
 )
 from isogclr.analysis.tables import save_figure, write_table
-from isogclr.analysis.verdicts import exact, not_testable, write_verdicts
+from isogclr.analysis.verdicts import write_verdicts
 
 figure2_h = {"h = [0, -1]": np.array([0.0, -1.0]), "h = [-0.5, -0.5]": np.array([-0.5, -0.5])}
 paper_says = {("h = [0, -1]", rho): "p* = (0.8, 0.2) at rho = 0.2", ("h = [-0.5, -0.5]", rho): "p* equal weights"}
@@ -162,44 +162,6 @@ save_figure(fig, reports_dir, "rgcl_optimal_p")
 # features: those are "not testable at this scale".
 
 # %%
-by_case = table.reset_index()
-
-
-def row(case: str, r: float) -> pd.Series:
-    return by_case[(by_case["case"] == case) & (by_case["rho"] == r)].iloc[0]
-
-
-verdicts = []
-hard, hard_row = rgcl_dual(figure2_h["h = [0, -1]"], rho, tau0), row("Fig. 2, h = [0, -1]", rho)
-verdicts.append(exact(  # p* rounds to the paper's one-decimal values: margin 0.05 - max |p* - (0.8, 0.2)|
-    f"Fig. 2 (i): hardness-aware, p* = (0.8, 0.2) for h = [0, -1], rho = {rho}",
-    0.05 - float(np.abs(np.asarray(hard.p) - [0.8, 0.2]).max()),
-    f"exact p* = {hard_row['p_dual']} (dual) = {hard_row['p_primal']} (primal), tau* = {hard.tau:.4f}, "
-    f"KL(p*) = {hard_row['kl_p_star']} = rho (the constraint binds); the paper's (0.8, 0.2) is p* rounded to one "
-    f"decimal (it has KL {kl_to_uniform(np.array([0.8, 0.2])):.3f} < rho)"))
-equal = rgcl_dual(figure2_h["h = [-0.5, -0.5]"], rho, tau0)
-verdicts.append(exact(  # equal up to the solver's precision: margin 1e-6 - max |p* - 0.5|
-    "Fig. 2 (ii): equally hard negatives get equal weights (h = [-0.5, -0.5])",
-    1e-6 - float(np.abs(np.asarray(equal.p) - 0.5).max()),
-    f"p* = ({equal.p[0]:.4f}, {equal.p[1]:.4f}), tau* = {equal.tau:.4f} = tau0 (the constraint is slack)"))
-p1 = [rgcl_dual(figure2_h["h = [0, -1]"], r, tau0).p[0] for r in sorted(rhos)]
-verdicts.append(exact(  # margin: the smallest increase of p1* from one rho to the next
-    "Fig. 2 (iii): a larger rho makes p* more non-uniform",
-    float(np.diff(p1).min()),
-    f"h = [0, -1]: p1* = {', '.join(f'{v:.4f}' for v in p1)} for rho = {', '.join(map(str, sorted(rhos)))}"))
-f_dual, r_dual = rgcl_dual(frequent.h, rho_semantics, tau0), rgcl_dual(rare.h, rho_semantics, tau0)
-f_row, r_row = row("Fig. 3, frequent semantics", rho_semantics), row("Fig. 3, rare semantics", rho_semantics)
-verdicts.append(exact(
-    "Fig. 3 / Sec. 4.2: frequent semantics get a larger optimal tau than rare semantics",
-    f_dual.tau - r_dual.tau,
-    f"tau* {f_dual.tau:.4f} (frequent: {frequent.same_class.mean():.0%} same-class negatives) vs {r_dual.tau:.4f} "
-    f"(rare: {rare.same_class.mean():.1%}), rho = {rho_semantics}, {negatives} negatives, synthetic population"))
-verdicts.append(exact(
-    "Fig. 3: the frequent anchor's RGCL p* is flatter than under a global tau (CLIP's)",
-    float(f_row["kl_at_global_tau"]) - float(f_row["kl_p_star"]),
-    f"KL(p*, 1/m) {f_row['kl_p_star']} at tau* = {f_dual.tau:.3f} vs {f_row['kl_at_global_tau']} at the global "
-    f"tau {global_tau} (the rare anchor: {r_row['kl_p_star']} vs {r_row['kl_at_global_tau']})"))
-verdicts.append(not_testable(
-    "Fig. 3: CC3M values (CLIP's global tau 0.01, the bridge image's learned tau 0.006)",
-    "needs the paper's CC3M-trained CLIP / iSogCLR features; our construction tests the mechanism only"))
+verdicts = rgcl_verdicts(table, figure2_h, frequent, rare, rho=rho, rhos=rhos, tau0=tau0, rho_semantics=rho_semantics,
+                         global_tau=global_tau, negatives=negatives)
 write_verdicts(verdicts, reports_dir, "rgcl_analysis")

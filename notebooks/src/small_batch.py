@@ -34,8 +34,8 @@ import pandas as pd
 
 from isogclr.analysis.studies import collect_study, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import (Verdict, best_of, compare, not_testable, paper_difference, per_seed,
-                                       write_verdicts)
+from isogclr.analysis.small_batch import batch_verdicts, burn_in_verdict, emc2_verdicts, table6_verdict
+from isogclr.analysis.verdicts import Verdict, write_verdicts
 from isogclr.config import load_params, pretraining_epochs, profile_name, study_spec
 
 params = load_params(params_path)
@@ -66,19 +66,7 @@ print(caption)
 table2.round(2)
 
 # %%
-paper3 = paper[(paper.table == 3) & (paper.epochs == 100)]
-for b in batch.values:  # the paper's effect where it has this batch size (ImageNet-1K, 100 epochs)
-    verdicts.append(compare(f"SogCLR Tables 2/3: SogCLR > SimCLR at batch {b}",
-                            ("sogclr", per_seed(by_batch, method="sogclr", value=b)),
-                            ("simclr", per_seed(by_batch, method="simclr", value=b)),
-                            paper_effect=paper_difference(paper3, "sogclr", "simclr", number="top1", batch=b)))
-smallest, largest = min(batch.values), max(batch.values)
-paper_small = (paper3[(paper3.method == "sogclr") & (paper3.batch == paper3.batch.min())].top1.max()
-               - paper3[(paper3.method == "simclr") & (paper3.batch == paper3.batch.max())].top1.max())
-verdicts.append(compare(f"SogCLR: SogCLR at batch {smallest} matches or beats SimCLR at batch {largest}",
-                        (f"sogclr b={smallest}", per_seed(by_batch, method="sogclr", value=smallest)),
-                        (f"simclr b={largest}", per_seed(by_batch, method="simclr", value=largest)),
-                        paper_effect=paper_small))
+verdicts += batch_verdicts(by_batch, batch.values, paper)
 
 # %% [markdown]
 # ## SogCLR Table 6: small-batch methods at b = 32 (and EMC2's baselines)
@@ -93,19 +81,9 @@ caption6 = (f"SogCLR Table 6 and EMC2 at b = {small_b}, profile `{profile}`: lin
             f"and 1-NN top-1 (%) on {small.dataset}, {epochs} epochs.")
 write_table(at_small.round(2), Path(reports_dir) / "tables" / "small_batch", caption6)
 print(caption6)
-ranked = at_small.sort_values("top1", ascending=False)
-table6 = [m for m in ("simclr", "flatclr", "simo", "sogclr") if m in at_small.index]
 small_all = pd.concat([same_batch, small_runs])
-verdicts.append(best_of(f"SogCLR Table 6: SogCLR is the best small-batch method (b = {small_b})",
-                        ("sogclr", per_seed(small_all, method="sogclr")),
-                        {m: per_seed(small_all, method=m) for m in table6 if m != "sogclr"},
-                        paper_effects={m: paper6.get("sogclr", float("nan")) - paper6.get(m, float("nan"))
-                                       for m in table6}))
-for metric, label in (("top1", "linear probe"), ("knn1_top1", "1-NN")):
-    verdicts.append(best_of(f"EMC2: EMC2 beats SimCLR, SogCLR and Negative Cache at b = {small_b} ({label})",
-                            ("emc2", per_seed(small_all, metric, method="emc2")),
-                            {m: per_seed(small_all, metric, method=m) for m in ("simclr", "sogclr", "negcache")
-                             if m in at_small.index}))
+verdicts.append(table6_verdict(small_all, small_b, paper))
+verdicts += emc2_verdicts(small_all, small_b)
 at_small.round(2)
 
 # %% [markdown]
@@ -123,15 +101,7 @@ caption_std = (f"EMC2 at b = {standard_b}, profile `{profile}`: linear-probe top
                "not numbers.")
 write_table(at_standard.round(2), Path(reports_dir) / "tables" / "standard_batch", caption_std)
 print(caption_std)
-for metric, label in (("top1", "linear probe"), ("knn1_top1", "1-NN")):
-    baselines = [m for m in ("simclr", "sogclr", "negcache") if m in at_standard.index]
-    claim = f"EMC2: EMC2 beats SimCLR, SogCLR and Negative Cache at b = {standard_b} ({label})"
-    if "emc2" not in at_standard.index or len(baselines) < 3:
-        verdicts.append(not_testable(claim, f"runs at b = {standard_b}: {sorted(at_standard.index)} (the "
-                                            "batch_size study must include this batch size)"))
-        continue
-    verdicts.append(best_of(claim, ("emc2", per_seed(standard_all, metric, method="emc2")),
-                            {m: per_seed(standard_all, metric, method=m) for m in baselines}))
+verdicts += emc2_verdicts(standard_all, standard_b, require_all=True)
 at_standard.round(2)
 
 # %% [markdown]
@@ -169,14 +139,7 @@ burn_table = pd.concat([burn, default_p]).groupby("value")[["top1", "knn1_top1"]
 write_table(burn_table.round(2), Path(reports_dir) / "tables" / "emc2_burn_in",
             f"EMC2 burn-in P at b = {small_b}, profile `{profile}`: top-1 and 1-NN (%) on "
             f"{small.dataset}, {epochs} epochs.")
-if 0 not in burn_table.index:
-    verdicts.append(not_testable("EMC2 Figure 4: accuracy improves with burn-in P up to about b",
-                                 "P = 0 is not among studies.burn_in.values"))
-else:
-    burn_all = pd.concat([burn, default_p])
-    verdicts.append(compare("EMC2 Figure 4: a burn-in of about b beats no burn-in",
-                            (f"P={small_b - 1}", per_seed(burn_all, method="emc2", value=small_b - 1)),
-                            ("P=0", per_seed(burn_all, method="emc2", value=0))))
+verdicts.append(burn_in_verdict(pd.concat([burn, default_p]), small_b))
 burn_table.round(2)
 
 # %% [markdown]

@@ -34,17 +34,22 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.studies import check_differs_only, collect_study, study_run_path
-from isogclr.analysis.tables import (PAPER_COUNTERPART, cell, collect_runs, mean_std, paper_numbers, save_figure,
-                                    side_by_side, write_table)
-from isogclr.analysis.verdicts import Verdict, best_of, compare, paper_difference, per_seed, write_verdicts
-from isogclr.config import TableSpec, load_params, pretraining_epochs, profile_name, run_id, study_spec, table_spec
+from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, epochs_table, epochs_verdicts,
+                                     no_learning_floors, table1_table, table1_verdicts)
+from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure, write_table
+from isogclr.analysis.verdicts import write_verdicts
+from isogclr.config import load_params, pretraining_epochs, profile_name, run_id, study_spec, table_spec
 
 params = load_params(params_path)
 profile = profile_name(params)
 spec = table_spec(params, "table1")
 runs = collect_runs(runs_dir, spec.methods, spec.datasets, spec.seeds)
 ours = mean_std(runs)
-table = side_by_side(ours, paper_numbers("isogclr_table1"), spec.paper_rows)
+# reference rows (chance, raw-pixel and random-init probes per dataset: rows method, dataset, seed, top1), shown
+# below the methods; their no-learning probes are the floor of every comparison. None: no reference rows yet
+references = None
+floors = no_learning_floors(references)
+table = table1_table(ours, spec, references)
 epochs = {d: pretraining_epochs(params, dataset=d) for d in spec.datasets}  # as the runs resolve them
 caption = (f"Table 1, profile `{profile}`: linear-probe top-1 (%), mean ± std over seeds "
            f"{list(spec.seeds)}; pre-training epochs {epochs}; paper: 400 epochs, 3 seeds.")
@@ -77,30 +82,7 @@ save_figure(fig, reports_dir, "table1_unimodal")
 # evidence says whether an effect of the paper's size could have been seen); **not testable**: one seed.
 
 # %%
-PAIRS = (("sogclr", "simclr"), ("isogclr", "sogclr"), ("isogclr", "simclr"), ("sogclr_official", "simclr"),
-         ("isogclr_official", "sogclr_official"), ("isogclr_official", "simclr"))
-
-
-PAPER1 = paper_numbers("isogclr_table1")
-
-
-def table1_verdicts(frame: pd.DataFrame, table: TableSpec) -> list[Verdict]:
-    """The Table 1 orderings that the methods of ``frame`` (one row per method, dataset, seed) allow, per
-    dataset of ``table``: paired by seed, beside the paper's difference on the counterpart dataset."""
-    out, row = [], table.paper_row
-    for dataset in table.datasets:
-        counterpart = PAPER_COUNTERPART.get(dataset, dataset)
-        for better, worse in PAIRS:
-            if {better, worse} <= set(frame.method):
-                out.append(compare(f"Table 1: {better} > {worse} on {dataset} ({counterpart})",
-                                   (better, per_seed(frame, method=better, dataset=dataset)),
-                                   (worse, per_seed(frame, method=worse, dataset=dataset)),
-                                   paper_effect=paper_difference(PAPER1, row(better), row(worse),
-                                                                 dataset=counterpart)))
-    return out
-
-
-claims = table1_verdicts(runs, spec)
+claims = table1_verdicts(runs, spec, floors=floors)
 pd.DataFrame(claims)
 
 # %% [markdown]
@@ -117,14 +99,14 @@ real = table_spec(params, "table1_real")
 if real:
     real_runs = collect_runs(runs_dir, real.methods, real.datasets, real.seeds)
     real_ours = mean_std(real_runs)
-    table_real = side_by_side(real_ours, paper_numbers("isogclr_table1"), real.paper_rows)
+    table_real = table1_table(real_ours, real, references)
     real_epochs = {d: pretraining_epochs(params, dataset=d) for d in real.datasets}
     subset = (params.get("data") or {}).get("fashion_mnist_mini") if profile != "paper" else None
     caption_real = (f"Table 1 on Fashion-MNIST, profile `{profile}`: linear-probe top-1 (%), "
                     f"mean ± std over seeds {list(real.seeds)}; pre-training epochs {real_epochs}"
                     + (f"; subset {subset}" if subset else "") + "; paper: CIFAR, 400 epochs, 3 seeds.")
     write_table(table_real, Path(reports_dir) / "tables" / "table1_real", caption_real)
-    claims += table1_verdicts(real_runs, real)
+    claims += table1_verdicts(real_runs, real, floors=floors)
     print(caption_real)
     display(table_real)  # noqa: F821 (IPython)
 
@@ -144,7 +126,7 @@ all_methods = list(spec.methods) + [m for m in extra.methods if m not in spec.me
 every = pd.concat([collect_runs(runs_dir, spec.methods, extra.datasets, extra.seeds),
                    collect_runs(runs_dir, extra.methods, extra.datasets, extra.seeds)])
 every_ours = mean_std(every)
-table_all = side_by_side(every_ours, paper_numbers("isogclr_table1"), spec.paper_rows)
+table_all = table1_table(every_ours, spec, references)
 caption_all = (f"Tables 1/3/4/10, profile `{profile}`: linear-probe top-1 (%), all methods, "
                f"seeds {list(extra.seeds)}; pre-training epochs "
                f"{ {d: pretraining_epochs(params, dataset=d) for d in extra.datasets} }; paper: 400 epochs.")
@@ -153,23 +135,7 @@ print(caption_all)
 table_all
 
 # %%
-ISOGCLR = ("isogclr", "isogclr_official")  # the claimed method (two conventions); every other method is a rival
-for dataset in extra.datasets:
-    counterpart = PAPER_COUNTERPART.get(dataset, dataset)
-    here = every[every.dataset == dataset]
-    baselines = [m for m in all_methods if m not in ISOGCLR and m != "tau_simclr"]
-    for name in [m for m in ISOGCLR if m in set(here.method)]:
-        mine = (name, per_seed(here, method=name))
-        paper_row = spec.paper_row(name)
-        claims.append(best_of(f"Tables 1/3/4: {name} beats all {len(baselines)} baselines on {dataset}", mine,
-                              {m: per_seed(here, method=m) for m in baselines},
-                              paper_effects={m: paper_difference(PAPER1, paper_row, m, dataset=counterpart)
-                                             for m in baselines}))
-        if "tau_simclr" in set(here.method):
-            claims.append(compare(f"Table 10: {name} > TaU+SimCLR on {dataset}", mine,
-                                  ("tau_simclr", per_seed(here, method="tau_simclr")),
-                                  paper_effect=paper_difference(PAPER1, paper_row, "tau_simclr",
-                                                                dataset=counterpart)))
+claims += all_methods_verdicts(every, all_methods, extra.datasets, spec)
 
 
 # %% [markdown]
@@ -196,21 +162,10 @@ budgets = pd.concat([short[["method", "epochs", "seed", "top1"]], base[["method"
 budgets["epochs"] = budgets["epochs"].astype(int)
 by_budget = mean_std(budgets, by=("method", "epochs"))
 counterpart = PAPER_COUNTERPART.get(budget.dataset, budget.dataset)
-paper34 = paper_numbers("isogclr_table34")
-paper34 = paper34[paper34.dataset == counterpart]
+paper34 = paper_numbers(PAPER_EPOCHS_TABLE)
 ours_epochs = sorted(int(e) for e in by_budget.epochs.unique())
-paper_epochs = sorted(int(e) for e in paper34.epochs.unique())
-rows = []
-for method in budget.methods:
-    row = {"method": method}
-    for e in ours_epochs:
-        r = by_budget[(by_budget.method == method) & (by_budget.epochs == e)].iloc[0]
-        row[f"ours {e} ep"] = cell(r["mean"], r["std"], r["seeds"])
-    for e in paper_epochs:
-        r = paper34[(paper34.method == method) & (paper34.epochs == e)]
-        row[f"paper {counterpart} {e} ep"] = cell(r["mean"].iloc[0], r["std"].iloc[0]) if len(r) else "—"
-    rows.append(row)
-table_epochs = pd.DataFrame(rows).set_index("method")
+paper_epochs = sorted(int(e) for e in paper34[paper34.dataset == counterpart].epochs.unique())
+table_epochs = epochs_table(budgets, budget.methods, paper34, budget.dataset)
 caption_epochs = (f"Tables 3/4, profile `{profile}`: linear-probe top-1 (%) on {budget.dataset} after "
                   f"{ours_epochs} pre-training epochs (the {epochs[budget.dataset]}-epoch runs are Table 1's), mean ± std "
                   f"over seeds {list(budget.seeds)}; paper: {counterpart} after {paper_epochs} epochs, 3 seeds.")
@@ -231,21 +186,5 @@ ax.legend()
 save_figure(fig, reports_dir, "table34_epochs")
 
 # %%
-shortest, longest = ours_epochs[0], ours_epochs[-1]
-# our budgets stand for the paper's in order (shorter for shorter) when there are as many of each
-paper_budget = dict(zip(ours_epochs, paper_epochs, strict=True)) if len(ours_epochs) == len(paper_epochs) else {}
-for method in budget.methods:
-    claims.append(compare(f"Tables 3/4: {method} gains from {longest} over {shortest} epochs on {budget.dataset}",
-                          (f"{method} {longest} ep", per_seed(budgets, method=method, epochs=longest)),
-                          (f"{method} {shortest} ep", per_seed(budgets, method=method, epochs=shortest)),
-                          paper_effect=paper_difference(paper34[paper34.method == method], paper_epochs[-1],
-                                                        paper_epochs[0], rows_by="epochs")))
-for e in sorted(int(v) for v in budget.values):  # Table 1's budget has its own verdicts above
-    for other in [m for m in budget.methods if m != "isogclr"]:
-        if "isogclr" in budget.methods:
-            claims.append(compare(f"Tables 3/4: isogclr > {other} after {e} epochs on {budget.dataset}",
-                                  ("isogclr", per_seed(budgets, method="isogclr", epochs=e)),
-                                  (other, per_seed(budgets, method=other, epochs=e)),
-                                  paper_effect=paper_difference(paper34, "isogclr", other,
-                                                                epochs=paper_budget.get(e))))
+claims += epochs_verdicts(budgets, budget.methods, budget.dataset, paper34, budget.values)
 write_verdicts(claims, reports_dir, "table1_unimodal")

@@ -73,7 +73,8 @@ class Report:
     """A report notebook: what it is given (papermill ``-p``), what it reads and what it writes.
 
     Code dependencies are not listed: they are the ``isogclr`` imports of ``notebooks/src/<name>.py``.
-    Studies are not listed either: a study names its report (``studies.<name>.report``).
+    Studies are not listed either: a study names its report (``studies.<name>.report``). Nor are its tables and
+    figures: they are read from the notebook's own ``write_table`` / ``save_figure`` calls (:func:`report_outputs`).
     """
 
     comment: str
@@ -81,8 +82,6 @@ class Report:
     reads: tuple[str, ...] = ()
     params: tuple[str, ...] = ()
     paper: tuple[str, ...] = ()  # transcribed paper tables (src/isogclr/analysis/paper/<name>.csv)
-    tables: tuple[str, ...] = ()  # reports/tables/<name> (.md, and .csv where listed with it)
-    figures: tuple[str, ...] = ()  # reports/figures/<name>.png
     selection: str | None = None  # the selection section it shows (tuning/<m>/ of its methods), if params has it
 
 
@@ -92,51 +91,36 @@ REPORTS: dict[str, Report] = {
         "iSogCLR Tables 1, 3/4, 10; Table 1 on Fashion-MNIST",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),
         params=("profile", "table1", "table1_real", "table3", "train.epochs", "train.epochs_by_dataset"),
-        paper=("isogclr_table1", "isogclr_table34"),
-        tables=("table1_unimodal.md", "table1_unimodal.csv", "table1_real.md", "table1_real.csv",
-                "table3_all_methods.md", "table3_all_methods.csv", "table34_epochs.md", "table34_epochs.csv"),
-        figures=("table1_unimodal", "table34_epochs")),
+        paper=("isogclr_table1", "isogclr_table34")),
     "temperature_vs_frequency": Report(
         "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
-        params=("profile", "temperatures", "table1.seeds"),
-        tables=("temperature_vs_frequency.md", "temperature_vs_frequency.csv"),
-        figures=("temperature_vs_frequency",)),
+        params=("profile", "temperatures", "table1.seeds")),
     "feature_tsne": Report(
         "iSogCLR Figures 4-5: t-SNE of frozen features (first Table 1 seed)", _RUNS, reads=("runs",),
-        params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets"),
-        tables=("feature_tsne.md", "feature_tsne.csv"), figures=("feature_tsne", "tau_tsne")),
+        params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets")),
     "rgcl_analysis": Report(
         "iSogCLR Figures 2-3, computed exactly (no training)",
         {"reports_dir": "reports", "rho_semantics": "${methods.isogclr.rho}", "global_tau": "${methods.simclr.tau}"},
-        params=("methods.isogclr.rho", "methods.simclr.tau"),
-        tables=("rgcl_optimum.md", "rgcl_optimum.csv"), figures=("rgcl_contours", "rgcl_optimal_p")),
+        params=("methods.isogclr.rho", "methods.simclr.tau")),
     "ablations": Report(
         "iSogCLR Tables 8/9, Figures 7-9; SogCLR Table 8",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # Table 1's seed spread is the noise yardstick
         params=("profile", "table1", "methods.isogclr", "methods.sogclr"),
-        paper=("isogclr_table8", "isogclr_table9", "sogclr_table8"),
-        tables=("ablation_rho.md", "ablation_tau.md", "ablation_tau_distributions.md", "ablation_gamma.md"),
-        figures=("ablation_tau_rho", "ablation_tau_distributions")),
+        paper=("isogclr_table8", "isogclr_table9", "sogclr_table8")),
     "small_batch": Report(
         "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
         {"params_path": "params.yaml", "studies_dir": "studies", "reports_dir": "reports"},
-        params=("profile",), paper=("sogclr_batch",),
-        tables=("batch_size.md", "small_batch.md", "standard_batch.md", "emc2_burn_in.md"),
-        figures=("emc2_curves",)),
+        params=("profile",), paper=("sogclr_batch",)),
     "emc2_convergence": Report(
         "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
         {"params_path": "params.yaml", "runs_dir": "runs_convergence", "reports_dir": "reports"},
-        reads=("runs_convergence",), params=("profile", "emc2_convergence"),
-        tables=("emc2_convergence.md", "emc2_convergence.csv", "emc2_augmentations.md", "emc2_augmentations.csv"),
-        figures=("emc2_convergence",)),
+        reads=("runs_convergence",), params=("profile", "emc2_convergence")),
     "budget_ladder": Report(
         "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
         "and the selection on the validation split",
         {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs",), selection="tuning",
         params=("profile", "table1", "table1_real", "methods", "train.epochs", "train.epochs_by_dataset"),
-        paper=("isogclr_table1",),
-        tables=("budget_ladder.md", "budget_ladder.csv", "tuning_selection.md", "tuning_selection.csv"),
-        figures=("budget_ladder",)),
+        paper=("isogclr_table1",)),
     "bimodal": Report(
         "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
         {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports",
@@ -144,12 +128,42 @@ REPORTS: dict[str, Report] = {
         reads=("runs_bimodal", "data/synthetic_pairs.json"),  # the images of the tau-extremes figure
         selection="bimodal_tuning",
         params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
-        paper=("isogclr_table2", "sogclr_table4"),
-        tables=("bimodal_retrieval.md", "bimodal_retrieval.csv", "bimodal_zeroshot.md", "bimodal_zeroshot.csv",
-                "bimodal_tau_frequency.md", "bimodal_tau_frequency.csv", "sogclr_table4_epochs.md",
-                "sogclr_table4_epochs.csv", "tuning_selection_bimodal.md", "tuning_selection_bimodal.csv"),
-        figures=("bimodal_convergence", "bimodal_tau_extremes", "bimodal_individual_tau", "sogclr_table4_epochs")),
+        paper=("isogclr_table2", "sogclr_table4")),
 }
+
+
+def _literal_name(node: ast.expr) -> str | None:
+    """The last string constant of a path expression (``Path(reports_dir) / "tables" / "x"`` -> ``"x"``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _literal_name(node.right)
+    return None
+
+
+def report_outputs(name: str, root: Path = Path(".")) -> tuple[list[str], list[str]]:
+    """``(tables, figures)`` that the report source ``notebooks/src/<name>.py`` writes, relative to ``reports/``:
+    ``tables/<stem>.md`` and ``tables/<stem>.csv`` per ``write_table(table, <path ending in "<stem>">, ...)``
+    (:func:`isogclr.analysis.tables.write_table` writes both) and ``figures/<stem>.png`` per
+    ``save_figure(fig, reports_dir, "<stem>")``, in the order of the source. The notebook is the one
+    declaration of a report's outputs; a name that is not a literal string is an error naming the line."""
+    path = Path(root) / "notebooks" / "src" / f"{name}.py"
+    tables, figures = [], []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("write_table", "save_figure")):
+            continue
+        position = 1 if node.func.id == "write_table" else 2
+        stem = _literal_name(node.args[position]) if len(node.args) > position else None
+        if stem is None:
+            raise ValueError(f"{path}:{node.lineno}: {node.func.id}(...) must name its output with a literal string "
+                             "(the pipeline reads a report's outputs from its source)")
+        if node.func.id == "write_table":
+            tables += [(node.lineno, f"tables/{stem}.md"), (node.lineno, f"tables/{stem}.csv")]
+        else:
+            figures.append((node.lineno, f"figures/{stem}.png"))
+    return ([out for _, out in sorted(tables, key=lambda p: p[0])],
+            [out for _, out in sorted(figures, key=lambda p: p[0])])
 
 
 # --- code dependencies -------------------------------------------------------------------------------
@@ -321,8 +335,9 @@ def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inp
 def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,
                   params: dict[str, Any]) -> dict[str, Any]:
     papermill = " ".join(f"-p {key} {value}" for key, value in report.papermill.items())
-    outs = [f"reports/{name}.ipynb", *(f"reports/tables/{t}" for t in report.tables),
-            *(f"reports/figures/{f}.png" for f in report.figures), f"reports/verdicts/{name}.csv"]
+    tables, figures = report_outputs(name, root)
+    outs = [f"reports/{name}.ipynb", *(f"reports/{t}" for t in tables), *(f"reports/{f}" for f in figures),
+            f"reports/verdicts/{name}.csv"]
     code = module_closure([*REPORT_ENTRY, *notebook_modules(name, root)], root)
     selection = report.selection if report.selection in params else None  # a profile may not tune
     tuned = list((params[selection] or {}).get("methods") or {}) if selection else []

@@ -8,11 +8,17 @@ Our evaluation sets stand in for the paper's by role only (same protocol, genera
   as frequent ones);
 * ``synth10`` ~ CIFAR10, ``synth100`` ~ CIFAR100 (zero-shot classification with prompt templates);
   ImageNet1K has no counterpart.
+
+Its claims, each a function returning verdicts (:mod:`.verdicts`; paired by seed): :func:`ordering_verdicts`
+(Tables 2/5/6/7), :func:`table4_verdicts` (SogCLR Table 4), :func:`convergence_verdict` (Figure 1, right),
+:func:`large_tau_verdict` (Figure 7, right), :func:`autograd_tau_verdict` (appendix C.3) and
+:func:`tau_frequency_verdict` (section 6.3); :func:`bimodal_verdicts` gathers them in the report's order.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,8 @@ from scipy.stats import spearmanr
 from ..config import bimodal_run_id, bimodal_study_spec
 from .studies import study_run_path
 from .tables import cell, mean_std
-from .verdicts import Verdict, compare, paper_difference, per_seed
+from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
+from .verdicts import correlation as correlation_verdict
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
                      "synth100": "CIFAR100"}
@@ -110,11 +117,14 @@ def side_by_side(runs: pd.DataFrame, paper: pd.DataFrame, metrics: tuple[str, ..
 
 
 def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, dataset: str, metric: str,
-                     paper: pd.DataFrame | None = None, paper_rows: dict[str, str] | None = None) -> Verdict:
+                     paper: pd.DataFrame | None = None, paper_rows: dict[str, str] | None = None,
+                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN) -> Verdict:
     """"``better`` beats ``worse``" on one of our numbers, paired by seed (:func:`.verdicts.compare`: mean
     paired difference with its 95% t interval over seeds). The paper's effect is its ``better - worse`` on the
     counterpart of ``dataset`` (``paper``: the transcribed Tables 2/5/6/7; ``paper_rows`` maps our method to
-    the paper's row), None where the paper has no such number."""
+    the paper's row), None where the paper has no such number. ``floor``: the metric's no-learning score
+    (chance, or the untrained pair of encoders); both methods within ``margin`` of it: not testable (no
+    learning)."""
     rows = paper_rows or {}
     paper_effect = None if paper is None else paper_difference(
         paper, rows.get(better, better), rows.get(worse, worse), dataset=PAPER_COUNTERPART.get(dataset),
@@ -122,7 +132,7 @@ def ordering_verdict(runs: pd.DataFrame, claim: str, better: str, worse: str, da
     return compare(f"{claim} [{dataset} {metric}]", (better, per_seed(runs, "value", method=better,
                                                                       dataset=dataset, metric=metric)),
                    (worse, per_seed(runs, "value", method=worse, dataset=dataset, metric=metric)),
-                   paper_effect=paper_effect)
+                   paper_effect=paper_effect, floor=floor, margin=margin)
 
 
 def load_train_logs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
@@ -179,3 +189,140 @@ def tau_frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
 def tau_extremes(taus: pd.DataFrame, k: int, column: str = "tau_image") -> tuple[pd.DataFrame, pd.DataFrame]:
     """The k pairs with the largest and the k with the smallest learned ``column`` (one run's taus)."""
     return taus.nlargest(k, column), taus.nsmallest(k, column)
+
+
+# --- the claims -----------------------------------------------------------------------------------------------
+
+Floors = Mapping[tuple[str, str], float]  # (dataset, metric) -> the no-learning score (chance, untrained encoders)
+
+
+def ordering_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame,
+                      paper_rows: dict[str, str] | None = None, floors: Floors | None = None) -> list[Verdict]:
+    """The orderings of iSogCLR Tables 2/5/6/7 that the ``methods`` run allow (``runs``: the long table of
+    :func:`collect_bimodal_runs`), each :func:`ordering_verdict`: iSogCLR > CLIP on IR@1 and TR@1 of both
+    retrieval sets; iSogCLR > SogCLR and > CyCLIP on IR@1; iSogCLR > CLIP zero-shot on CIFAR100 and the paper's
+    exception, CLIP > iSogCLR on CIFAR10; and ImageNet1K, not testable. ``floors``: (dataset, metric) ->
+    no-learning score."""
+    floors = floors or {}
+    has = set(methods).issuperset
+    out: list[Verdict] = []
+
+    def order(claim: str, better: str, worse: str, dataset: str, metric: str) -> Verdict:
+        return ordering_verdict(runs, claim, better, worse, dataset, metric, paper, paper_rows,
+                                floor=floors.get((dataset, metric)))
+
+    if has({"isogclr_bimodal", "clip"}):
+        for dataset in ("retrieval_a", "retrieval_b"):
+            for metric in ("ir_r1", "tr_r1"):
+                out.append(order("Tables 2/5/6: iSogCLR > CLIP on retrieval", "isogclr_bimodal", "clip", dataset,
+                                 metric))
+    for baseline in ("sogclr_bimodal", "cyclip"):
+        if has({"isogclr_bimodal", baseline}):
+            for dataset in ("retrieval_a", "retrieval_b"):
+                out.append(order(f"Tables 2/5/6: iSogCLR > {baseline} on retrieval", "isogclr_bimodal", baseline,
+                                 dataset, "ir_r1"))
+    if has({"isogclr_bimodal", "clip"}):
+        out.append(order("Table 7: iSogCLR > CLIP zero-shot on CIFAR100", "isogclr_bimodal", "clip", "synth100",
+                         "top1"))
+        out.append(order("Table 7: CLIP > iSogCLR zero-shot on CIFAR10 (the paper's exception)", "clip",
+                         "isogclr_bimodal", "synth10", "top1"))
+    out.append(not_testable("Tables 2/7: iSogCLR best zero-shot on ImageNet1K",
+                            "at this scale: the generated data has no 1000-class counterpart"))
+    return out
+
+
+def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], paper4: pd.DataFrame,
+                    floors: Floors | None = None) -> list[Verdict]:
+    """SogCLR Table 4 on each (dataset, metric) of ``cells`` (``budgets``: the long table with ``epochs``; both
+    ``sogclr_bimodal`` and ``clip`` needed, else no verdict): two-way SogCLR > CLIP at the shortest budget, and
+    "CLIP loses accuracy from the short to the long budget, SogCLR does not" (both parts paired by seed,
+    :func:`~isogclr.analysis.verdicts.combine`). ``paper4``: the transcribed table (method, batch_size, epochs,
+    top1); its batch-128 rows at 30 and 60 epochs are the paper's effects."""
+    if not {"sogclr_bimodal", "clip"} <= set(budgets.method):
+        return []
+    floors = floors or {}
+    paper = paper4.query("batch_size == 128").set_index(["method", "epochs"])["top1"]
+    short, long = int(budgets.epochs.min()), int(budgets.epochs.max())
+    out = []
+    for dataset, metric in cells:
+        def at(method: str, epochs: int = short, dataset: str = dataset, metric: str = metric) -> dict[int, float]:
+            return per_seed(budgets, "value", method=method, dataset=dataset, metric=metric, epochs=epochs)
+
+        out.append(compare(f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch [{dataset} {metric}]",
+                           ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
+                           paper_effect=paper["sogclr", 30] - paper["clip", 30], floor=floors.get((dataset, metric))))
+        out.append(combine(
+            f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does not "
+            f"[{dataset} {metric}]",
+            [compare(f"CLIP {short} ep > {long} ep", (f"clip {short} ep", at("clip")),
+                     (f"clip {long} ep", at("clip", long)), paper_effect=paper["clip", 30] - paper["clip", 60]),
+             compare(f"SogCLR {long} ep >= {short} ep", (f"sogclr {long} ep", at("sogclr_bimodal", long)),
+                     (f"sogclr {short} ep", at("sogclr_bimodal")),
+                     paper_effect=paper["sogclr", 60] - paper["sogclr", 30])]))
+    return out
+
+
+def convergence_verdict(logs: pd.DataFrame, metric: str = "retrieval_a_ir_r1") -> Verdict:
+    """Figure 1 (right), "iSogCLR converges faster than CLIP": the per-epoch ``metric`` of the training logs
+    (:func:`load_train_logs`) averaged over epochs per run (an area under the curve), paired by seed."""
+    curve = logs.groupby(["method", "seed"], as_index=False)[metric].mean()
+    return compare("Figure 1 (right): iSogCLR converges faster than CLIP [retrieval_a IR@1 averaged over epochs]",
+                   ("isogclr_bimodal", per_seed(curve, metric, method="isogclr_bimodal")),
+                   ("clip", per_seed(curve, metric, method="clip")))
+
+
+def large_tau_verdict(runs: pd.DataFrame, tau: float | None) -> Verdict:
+    """Figure 7 (right), "CLIP with a fixed large tau fails to converge": per seed, half of CLIP's retrieval_a IR@1
+    minus ``clip_large_tau``'s (fails = below half of CLIP's); ``tau``: the large temperature, for the evidence."""
+    large = per_seed(runs, "value", method="clip_large_tau", dataset="retrieval_a", metric="ir_r1")
+    tuned = per_seed(runs, "value", method="clip", dataset="retrieval_a", metric="ir_r1")
+    return effect("Figure 7 (right): CLIP with a fixed large tau fails to converge",
+                  {s: 0.5 * tuned[s] - large[s] for s in set(large) & set(tuned)},
+                  what="half of CLIP's retrieval_a IR@1 minus clip_large_tau's",
+                  detail=f"clip_large_tau (tau {tau}) vs clip, fails = below half of CLIP's")
+
+
+def autograd_tau_verdict(logs: pd.DataFrame, tau_init: float, method: str = "clip_individual_tau") -> Verdict:
+    """Appendix C.3, "per-pair temperatures learned by autograd drift upward": per seed, the final epoch's mean
+    tau_image minus ``tau_init``; the evidence says whether both means rise every epoch in every seed."""
+    drift = logs[logs.method == method]
+    last = drift[drift.epoch == drift.epoch.max()]
+    rises = all(g.sort_values("epoch")[c].is_monotonic_increasing for _, g in drift.groupby("seed")
+                for c in ("tau_image_mean", "tau_text_mean"))
+    return effect("Appendix C.3: per-pair temperatures learned by autograd drift upward",
+                  {s: v - tau_init for s, v in zip(last.seed, last.tau_image_mean, strict=True)},
+                  what="final mean tau_image - tau_init", unit="",
+                  detail=f"tau_init {tau_init}; the means rise every epoch in every seed: {rises}")
+
+
+def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -> Verdict | None:
+    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau": Spearman of tau_image with
+    the pair's cluster frequency, per seed of ``method`` (:func:`~isogclr.analysis.verdicts.correlation`); None
+    when ``taus`` has no run of ``method``."""
+    mine = taus[taus.method == method]
+    if not len(mine):
+        return None
+    return correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
+                               {s: (g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")},
+                               what="Spearman(tau_image, cluster frequency) over pairs")
+
+
+def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame, paper_rows: dict[str, str],
+                     budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], paper4: pd.DataFrame,
+                     logs: pd.DataFrame, taus: pd.DataFrame, large_tau: float | None = None,
+                     tau_init: float = 0.01, floors: Floors | None = None) -> list[Verdict]:
+    """Every claim of the bimodal report that the ``methods`` run allow, in the report's order:
+    :func:`ordering_verdicts`, :func:`table4_verdicts`, :func:`convergence_verdict` (iSogCLR and CLIP),
+    :func:`large_tau_verdict` (``clip_large_tau`` and CLIP), :func:`autograd_tau_verdict` (``clip_individual_tau``)
+    and :func:`tau_frequency_verdict`."""
+    has = set(methods).issuperset
+    out = ordering_verdicts(runs, methods, paper, paper_rows, floors)
+    out += table4_verdicts(budgets, cells, paper4, floors) if has({"sogclr_bimodal", "clip"}) else []
+    if has({"isogclr_bimodal", "clip"}):
+        out.append(convergence_verdict(logs))
+    if has({"clip_large_tau", "clip"}):
+        out.append(large_tau_verdict(runs, large_tau))
+    if "clip_individual_tau" in methods:
+        out.append(autograd_tau_verdict(logs, tau_init))
+    frequency = tau_frequency_verdict(taus)
+    return out + ([frequency] if frequency is not None else [])

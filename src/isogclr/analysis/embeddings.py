@@ -17,6 +17,7 @@ from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
 from ..io import load_torch
+from .verdicts import Verdict, best_of, effect, not_testable
 
 
 def _exported(runs_dir: Path | str, run: str) -> dict:
@@ -129,3 +130,34 @@ def extremes_summary(tau: pd.DataFrame, features: np.ndarray, fraction: float = 
                      "class_frequency_mean": float(frequency[mask].mean()),
                      "centroid_distance_mean": float(distance[mask].mean())})
     return pd.DataFrame(rows).set_index("group")
+
+
+SEPARATION_COLUMNS = (("silhouette_cosine", ""), ("knn5_features", "points"), ("knn5_tsne", "points"))
+
+
+def tsne_verdicts(table: pd.DataFrame, summary: pd.DataFrame, *, claimed: str, dataset: str, seed: int,
+                  lt_run: str) -> list[Verdict]:
+    """The claims of Figures 4 and 5 from one seed's numbers. Figure 4, per separation metric of ``table``
+    (rows: methods; :data:`SEPARATION_COLUMNS` of :func:`separation_metrics`): ``claimed`` beats every other method
+    (:func:`~isogclr.analysis.verdicts.best_of`; not testable without ``claimed`` and a baseline). Figure 5: the
+    largest-tau samples of ``lt_run`` sit closer to their class centre than the smallest-tau ones (``summary``:
+    :func:`extremes_summary`; effect: the smallest-tau group's mean distance minus the largest-tau group's). With
+    one seed every verdict is not testable, and the evidence gives the numbers."""
+    out = []
+    for column, unit in SEPARATION_COLUMNS:
+        claim = f"Fig. 4: {claimed}'s {dataset} test features are better separated than the baselines' ({column})"
+        if claimed not in table.index or len(table) < 2:
+            out.append(not_testable(claim, f"{list(table.index)}: needs {claimed} and a baseline"))
+            continue
+        out.append(best_of(claim, (claimed, {seed: table.loc[claimed, column]}),
+                           {m: {seed: v} for m, v in table[column].drop(claimed).items()}, unit=unit))
+    near = summary.loc["largest tau", "centroid_distance_mean"]
+    far = summary.loc["smallest tau", "centroid_distance_mean"]
+    sizes = summary["class_frequency_mean"]
+    out.append(effect(
+        f"Fig. 5: large-tau samples sit in cluster centres, small-tau ones away from clusters ({lt_run})",
+        {seed: far - near}, what="distance of the 10% smallest-tau - of the 10% largest-tau", unit="",
+        detail=f"mean cosine distance to the class centre: 10% largest tau {near:.4f}, 10% smallest tau {far:.4f}, "
+               f"all {summary.loc['all', 'centroid_distance_mean']:.4f}; mean class size of the two groups "
+               f"{sizes['largest tau']:.0f} vs {sizes['smallest tau']:.0f} training samples"))
+    return out

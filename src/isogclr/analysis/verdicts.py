@@ -8,8 +8,16 @@ effect signed so that positive is the paper's direction:
 * **inconclusive**: the interval contains 0 (a tie included); the evidence gives the interval beside the
   paper's own effect, and whether an effect of the paper's size could have been detected (half-width of
   our interval < |paper's effect|);
-* **not testable**: one seed (no interval over seeds), no counterpart at this scale, or a missing run,
-  with the reason.
+* **not testable**: one seed (no interval over seeds), no counterpart at this scale, a missing run, or no
+  learning (both methods of a comparison within :data:`NO_LEARNING_MARGIN` of the best no-learning score:
+  ``compare(..., floor=...)``), with the reason.
+
+Power, per paired verdict (:func:`effect`, hence :func:`compare`, :func:`best_of`, :func:`combine`): ``mde``, the
+minimum detectable effect, the smallest true effect that the two-sided paired t test at 95% detects with 80%
+power given the observed spread of the per-seed differences and the number of seeds
+(:func:`~isogclr.analysis.stats.min_detectable_effect`, exact noncentral t); and ``seeds_needed``, the smallest
+number of seeds that would detect an effect of the paper's size with that power at the observed spread
+(:func:`~isogclr.analysis.stats.seeds_needed`; ``">100"`` beyond :data:`~isogclr.analysis.stats.MAX_SEEDS`).
 
 Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :func:`effect` (any per-seed
 difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
@@ -31,11 +39,22 @@ from typing import Any
 import pandas as pd
 
 from ..io import save_text
-from .stats import Interval, bootstrap_spearman, paired_differences, t_interval
+from .stats import (
+    MAX_SEEDS,
+    POWER,
+    Interval,
+    bootstrap_spearman,
+    min_detectable_effect,
+    paired_differences,
+    seeds_needed,
+    t_interval,
+)
 
 STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
-COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "evidence")
+COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde", "seeds_needed",
+           "evidence")
 LEVEL = 0.95
+NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
 
 Numbers = Mapping[Any, float]  # seed -> one number of one run
 
@@ -43,7 +62,9 @@ Numbers = Mapping[Any, float]  # seed -> one number of one run
 @dataclass(frozen=True)
 class Verdict:
     """One claim's status, the evidence in words, and the numbers: our effect (positive = the paper's
-    direction) with its interval, the seeds it rests on (None for an exact computation) and the paper's effect."""
+    direction) with its interval, the seeds it rests on (None for an exact computation) and the paper's effect;
+    for a paired comparison, its minimum detectable effect ``mde`` and the seeds an effect of the paper's size
+    would need (``seeds_needed``: a count, or ``">100"``)."""
 
     claim: str
     status: str
@@ -53,6 +74,8 @@ class Verdict:
     ci_high: float | None = None
     n_seeds: int | None = None
     paper_effect: float | None = None
+    mde: float | None = None
+    seeds_needed: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -118,30 +141,61 @@ def effect(claim: str, differences: Numbers, *, what: str, paper_effect: float |
     interval = t_interval(values, LEVEL)
     status = status_of(interval)
     tie = " (a tie)" if interval.low == interval.high == 0 else ""
+    mde, needed, power = _power(list(values.values()), pe, unit)
     return Verdict(claim, status, f"{head}{what}: {_interval_text(interval, unit)}{tie}; "
-                                  f"{_paper_statement(interval, pe, unit)}",
+                                  f"{_paper_statement(interval, pe, unit)}; {power}",
                    effect=interval.estimate, ci_low=interval.low, ci_high=interval.high, n_seeds=interval.n,
-                   paper_effect=pe)
+                   paper_effect=pe, mde=mde, seeds_needed=needed)
+
+
+def _power(differences: list[float], paper_effect: float | None, unit: str) -> tuple[float, str | None, str]:
+    """``(mde, seeds_needed, words)`` of per-seed differences (at least 2): the minimum detectable effect at
+    :data:`~isogclr.analysis.stats.POWER` power and :data:`LEVEL`, from their sample sd and count, and the seeds
+    an effect of the paper's size would need at that sd (None without a paper effect)."""
+    n = len(differences)
+    mean = sum(differences) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+    mde = min_detectable_effect(sd, n, POWER, LEVEL)
+    size = (lambda x: f"{x:.2f} {unit}") if unit else (lambda x: f"{x:.3g}")
+    words = (f"minimum detectable effect {size(mde)} ({POWER:.0%} power, {n} seeds, sd of the differences "
+             f"{size(sd)})")
+    if paper_effect is None or paper_effect == 0:
+        return mde, None, words
+    count = seeds_needed(paper_effect, sd, POWER, LEVEL)
+    needed = str(count) if count is not None else f">{MAX_SEEDS}"
+    return mde, needed, f"{words}; an effect of the paper's size needs {needed} seeds"
 
 
 def compare(claim: str, better: tuple[str, Numbers], worse: tuple[str, Numbers], *,
-            paper_effect: float | None = None, unit: str = "points") -> Verdict:
+            paper_effect: float | None = None, unit: str = "points", floor: float | None = None,
+            margin: float = NO_LEARNING_MARGIN) -> Verdict:
     """"``better`` beats ``worse``" (the paper's direction), paired by seed: the effect is the mean over the
     seeds both have of ``better[seed] - worse[seed]``, with its 95% Student-t interval (see :func:`effect`).
 
     ``better`` and ``worse`` are ``(name, {seed: number})``; ``paper_effect`` is the paper's
-    ``better - worse`` (e.g. from :func:`paper_difference`)."""
+    ``better - worse`` (e.g. from :func:`paper_difference`). ``floor`` (optional) is the best score reached
+    without learning (e.g. the better of the raw-pixel and random-init probes, or chance): when both methods'
+    means are at most ``floor + margin``, neither has learned and the claim is **not testable (no learning)**;
+    the evidence keeps the numbers (the effect, its interval and the minimum detectable effect too)."""
     (a_name, a), (b_name, b) = better, worse
     diffs = paired_differences(a, b)
     seeds = list(diffs)
 
-    def mean(x: Numbers) -> str:
-        m = sum(x[s] for s in seeds) / len(seeds)
+    def mean(x: Numbers) -> float:
+        over = seeds or list(x)
+        return sum(x[s] for s in over) / len(over) if over else math.nan
+
+    def text(m: float) -> str:
         return f"{m:.2f}" if unit else f"{m:.3g}"
 
-    means = (f"{a_name} {mean(a)} vs {b_name} {mean(b)} (seeds {seeds})" if seeds else
+    means = (f"{a_name} {text(mean(a))} vs {b_name} {text(mean(b))} (seeds {seeds})" if seeds else
              f"{a_name} seeds {sorted(a)} vs {b_name} seeds {sorted(b)}")
-    return effect(claim, diffs, what=f"{a_name} - {b_name}", paper_effect=paper_effect, unit=unit, detail=means)
+    verdict = effect(claim, diffs, what=f"{a_name} - {b_name}", paper_effect=paper_effect, unit=unit, detail=means)
+    if floor is None or not (mean(a) <= floor + margin and mean(b) <= floor + margin):
+        return verdict
+    return replace(verdict, status="not testable",
+                   evidence=f"no learning: {a_name} {text(mean(a))} and {b_name} {text(mean(b))} are both at most "
+                            f"{margin:g} above the best no-learning score {text(floor)}; {verdict.evidence}")
 
 
 def combine(claim: str, parts: list[Verdict]) -> Verdict:
@@ -290,7 +344,8 @@ def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
 
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
     """The verdicts as a table with :data:`COLUMNS` (the CSV's)."""
-    return pd.DataFrame([asdict(v) for v in verdicts], columns=list(COLUMNS)).astype({"n_seeds": "Int64"})
+    return pd.DataFrame([asdict(v) for v in verdicts], columns=list(COLUMNS)).astype({"n_seeds": "Int64",
+                                                                                       "seeds_needed": object})
 
 
 def write_verdicts(verdicts: list[Verdict], reports_dir: Path | str, report: str) -> pd.DataFrame:

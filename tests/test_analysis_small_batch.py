@@ -1,0 +1,55 @@
+"""The small-batch report's claims (analysis/small_batch.py) on small hand-made frames."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from isogclr.analysis.small_batch import batch_verdicts, burn_in_verdict, emc2_verdicts, table6_verdict
+
+PAPER = pd.DataFrame({"table": [3, 3, 3, 3, 6, 6, 6], "method": ["simclr", "sogclr", "simclr", "sogclr", "simclr",
+                                                                 "sogclr", "flatclr"],
+                      "batch": [256, 256, 8192, 8192, 256, 256, 256], "epochs": [100] * 7,
+                      "top1": [62.0, 66.0, 69.0, 69.5, 50.0, 55.0, 52.0]})
+
+
+def runs(means: dict[tuple[str, int], float], seeds=(0, 1, 2)) -> pd.DataFrame:  # noqa: ANN001
+    return pd.DataFrame([{"method": m, "value": v, "seed": s, "top1": x + 0.3 * s, "knn1_top1": x - 5 + 0.2 * s}
+                         for (m, v), x in means.items() for s in seeds])
+
+
+def test_batch_verdicts_per_batch_size_and_small_against_large():
+    by_batch = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("simclr", 256): 35.0, ("sogclr", 256): 36.0})
+    by_batch.loc[(by_batch.method == "sogclr") & (by_batch.seed == 1), "top1"] += 0.5  # a spread of differences
+    out = batch_verdicts(by_batch, [32, 256], PAPER)
+    assert [v.claim for v in out] == ["SogCLR Tables 2/3: SogCLR > SimCLR at batch 32",
+                                      "SogCLR Tables 2/3: SogCLR > SimCLR at batch 256",
+                                      "SogCLR: SogCLR at batch 32 matches or beats SimCLR at batch 256"]
+    assert out[0].paper_effect is None and out[1].paper_effect == pytest.approx(4.0)
+    assert out[2].paper_effect == pytest.approx(66.0 - 69.0) and out[2].status == "contradicted"
+    assert out[0].status == "supported"
+
+
+def test_table6_and_emc2_at_a_small_batch():
+    small = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("flatclr", 32): 31.0, ("emc2", 32): 34.0,
+                  ("negcache", 32): 29.0})
+    bump = small.loc[small.seed == 2, "method"].map({"sogclr": 0.4, "emc2": 0.2}).fillna(0)
+    small.loc[small.seed == 2, "top1"] += bump
+    t6 = table6_verdict(small, 32, PAPER)
+    assert t6.claim == "SogCLR Table 6: SogCLR is the best small-batch method (b = 32)" and t6.status == "supported"
+    assert "vs simclr" in t6.evidence and "vs flatclr" in t6.evidence and "simo" not in t6.evidence
+    emc2 = emc2_verdicts(small, 32)
+    assert [v.claim for v in emc2] == [f"EMC2: EMC2 beats SimCLR, SogCLR and Negative Cache at b = 32 ({x})"
+                                       for x in ("linear probe", "1-NN")]
+    assert emc2[0].status == "supported"
+    # at the standard batch every baseline is required
+    missing = emc2_verdicts(small[small.method != "negcache"], 256, require_all=True)
+    assert [v.status for v in missing] == ["not testable"] * 2 and "the batch_size study" in missing[0].evidence
+
+
+def test_burn_in_needs_a_run_without_burn_in():
+    burn = runs({("emc2", 31): 34.0, ("emc2", 0): 33.0})
+    burn.loc[(burn.value == 31) & (burn.seed == 1), "top1"] += 0.4
+    v = burn_in_verdict(burn, 32)
+    assert v.status == "supported" and "P=31" in v.evidence and "P=0" in v.evidence
+    assert burn_in_verdict(burn[burn.value == 31], 32).status == "not testable"
