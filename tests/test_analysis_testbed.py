@@ -91,3 +91,13 @@ def test_method_scores_from_a_table_or_a_ladder(tmp_path):
     assert scores.loc["a", "top1"] == 31.0 and scores.loc["a", "runs"] == "table1, 2 seed(s)"
     assert scores.loc["b", "top1"] == 60.0 and scores.loc["b", "runs"] == "ladder at 20 epochs, 1 seed(s)"
     assert "c" not in scores.index
+
+
+def test_reference_runs_feed_the_table_builders(runs):
+    from isogclr.analysis.table1 import no_learning_floors
+    from isogclr.analysis.testbed import reference_runs
+
+    frame = reference_runs(runs, ["a", "missing"], [0, 1])
+    assert list(frame.method) == ["chance", "raw_pixels", "random_init", "random_init", "supervised", "supervised"]
+    assert list(frame[frame.method == "random_init"].seed) == [0, 1]
+    assert no_learning_floors(frame) == {"a": 15.0}  # the mean random init (15) beats raw pixels (12)

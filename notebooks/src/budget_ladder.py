@@ -52,8 +52,9 @@ from isogclr.analysis.ladder import (
     trend_sentence,
 )
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
+from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, profile_name, study_spec, tuning_spec
+from isogclr.config import load_params, profile_name, references_spec, study_spec, tuning_spec
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")
@@ -90,7 +91,19 @@ caption = (f"Budget ladders, profile `{profile_name(params)}`: linear-probe top-
            + (f"; {borrowed}" if borrowed else "") + ". Paper: 400 epochs.")
 write_table(table, Path(reports_dir) / "tables" / "budget_ladder", caption)
 print(caption)
-table
+display(table)
+# how much was learned: the ladders' datasets' reference rows (the `references` stages; supervised at the
+# dataset's Table 1 budget), whose no-learning floor also bounds every comparison below
+ref_spec = references_spec(params)
+ladder_datasets = [d for d in dict.fromkeys(ladder["spec"].dataset for ladder in ladders.values())
+                   if d in ref_spec.datasets]
+references = reference_rows(runs_dir, ladder_datasets, ref_spec.seeds) if ladder_datasets else None
+if references is not None:
+    write_table(references.round(2).reset_index(), Path(reports_dir) / "tables" / "budget_ladder_references",
+                "Reference rows of the ladders' datasets, linear-probe top-1 (%): chance, the raw-pixel probe, the "
+                "random-init probe (mean of its initializations), the floor (the better of those two) and the "
+                "supervised reference (same encoder, at the dataset's pre-training epochs)")
+    display(references.round(2))
 
 # %% [markdown]
 # ## Accuracy, gaps and the tau-frequency correlation against the budget
@@ -151,7 +164,10 @@ save_figure(fig, reports_dir, "budget_ladder")
 # %%
 verdicts = []
 for study, ladder in ladders.items():
-    verdicts += ladder_verdicts(params, study, ladder["frame"], ladder["taus"], better=BETTER, worse=ladder["rivals"])
+    floor = None if references is None or ladder["spec"].dataset not in references.index else \
+        float(references.loc[ladder["spec"].dataset, "floor"])
+    verdicts += ladder_verdicts(params, study, ladder["frame"], ladder["taus"], better=BETTER, worse=ladder["rivals"],
+                                floor=floor)
 write_verdicts(verdicts, reports_dir, "budget_ladder")
 
 # %% [markdown]

@@ -24,6 +24,8 @@ calibration_csv = "reports/benchmarks/calibration.csv"
 verdicts_before = "reports/testbed/verdicts_de3cb0e.csv"
 
 # %%
+from pathlib import Path
+
 from isogclr.analysis.report import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
@@ -52,7 +54,7 @@ lenient = [d for d in spec.datasets if d.startswith("fashion_mnist")]  # raw pix
 checks = thresholds(simclr["top1"].to_dict(), references, raw_pixels_only=lenient)
 table = references.join(simclr.rename(columns={"top1": "simclr", "runs": "simclr runs"})).join(
     checks[["needs at least", "needs at most", "position", "holds"]])
-write_table(table.round(2).reset_index(), f"{reports_dir}/tables/testbed_references",
+write_table(table.round(2).reset_index(), Path(reports_dir) / "tables" / "testbed_references",
             "Linear-probe top-1 (%) on each test split: the no-learning rows (floor: the better of the raw-pixel "
             "probe and the mean random-init probe), the supervised reference, SimCLR, and the calibration's "
             "thresholds (at least 15 points above the floor, at least 5 below supervised; on Fashion-MNIST at least "
@@ -109,7 +111,7 @@ display(calibration.drop(columns=["jitter", "width", "arch"]).fillna(""))
 after = read_verdicts(reports_dir, CENTRAL_REPORTS)
 before = pd.read_csv(verdicts_before)
 moved = before_after(before, after)
-write_table(moved.round(3), f"{reports_dir}/tables/testbed_verdicts_before_after",
+write_table(moved.round(3), Path(reports_dir) / "tables" / "testbed_verdicts_before_after",
             "Every central verdict (Table 1, temperature vs frequency, budget ladders, image-text) before the "
             "calibration (de3cb0e) and after it (this repro): status, effect and its 95% interval (points), and the "
             "minimum detectable effect where the verdict engine states it")

@@ -90,7 +90,7 @@ REPORTS: dict[str, Report] = {
     "table1_unimodal": Report(
         "iSogCLR Tables 1, 3/4, 10; Table 1 on Fashion-MNIST",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),
-        params=("profile", "table1", "table1_real", "table3", "train.epochs", "train.epochs_by_dataset"),
+        params=("profile", "table1", "table1_real", "table3", "references", "train.epochs", "train.epochs_by_dataset"),
         paper=("isogclr_table1", "isogclr_table34")),
     "temperature_vs_frequency": Report(
         "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
@@ -119,7 +119,8 @@ REPORTS: dict[str, Report] = {
         "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
         "and the selection on the validation split",
         {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs",), selection="tuning",
-        params=("profile", "table1", "table1_real", "methods", "train.epochs", "train.epochs_by_dataset"),
+        params=("profile", "table1", "table1_real", "references", "methods", "train.epochs",
+                "train.epochs_by_dataset"),
         paper=("isogclr_table1",)),
     "bimodal": Report(
         "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
@@ -129,6 +130,14 @@ REPORTS: dict[str, Report] = {
         selection="bimodal_tuning",
         params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
         paper=("isogclr_table2", "sogclr_table4")),
+    "testbed": Report(
+        "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
+        "before and after the calibration",
+        {**_RUNS, "studies_dir": "studies"},
+        reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
+               *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
+                                                              "budget_ladder", "bimodal"))),
+        params=("profile", "references", "table1", "table1_real", "studies")),
 }
 
 

@@ -198,13 +198,14 @@ def ladder_claim(study: str, dataset: str, epochs: int, what: str) -> str:
 
 def ladder_verdicts(params: dict[str, Any], study: str, frame: pd.DataFrame, taus: pd.DataFrame | None = None, *,
                     better: str = "isogclr", worse: Sequence[str] = ("simclr", "sogclr"),
-                    min_seeds: int = MIN_SEEDS) -> list[Verdict]:
+                    min_seeds: int = MIN_SEEDS, floor: float | None = None) -> list[Verdict]:
     """Per budget of the ladder table ``frame`` (:func:`ladder_runs`): "``better`` > ``worse``" for each rival,
     paired by seed (:func:`.verdicts.compare`, beside the paper's Table 1 difference on the dataset's
     counterpart, at 400 epochs), and, when ``taus`` (:func:`ladder_temperatures`) is given, ":data:`TAU_CLAIM`"
     for ``better``'s runs (:func:`.temperatures.frequency_verdict`: per seed a bootstrap interval over samples,
     the seeds agreeing in sign). A budget with fewer than ``min_seeds`` seeds gets "not testable", with the
-    reason. Claims are named by :func:`ladder_claim`."""
+    reason. Claims are named by :func:`ladder_claim`. ``floor``: the dataset's best no-learning probe (the
+    testbed's reference rows): a budget at which both methods are within a margin of it is not testable."""
     worse = [worse] if isinstance(worse, str) else list(worse)
     _need(frame, [better, *worse])
     dataset = study_spec(params, study).dataset
@@ -218,7 +219,7 @@ def ladder_verdicts(params: dict[str, Any], study: str, frame: pd.DataFrame, tau
             a, b = _by_seed(frame, "top1", better, epochs), _by_seed(frame, "top1", rival, epochs)
             diffs = paired_differences(a, b)
             if len(diffs) >= min_seeds:
-                out.append(compare(claim, (better, a), (rival, b), paper_effect=pe))
+                out.append(compare(claim, (better, a), (rival, b), paper_effect=pe, floor=floor))
                 continue
             said = (f"mean {better} - {rival} {sum(diffs.values()) / len(diffs):+.2f} points over seeds {list(diffs)}"
                     if diffs else f"no seed has both runs ({better} seeds {sorted(a)}, {rival} seeds {sorted(b)})")

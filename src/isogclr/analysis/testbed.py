@@ -144,3 +144,24 @@ def method_scores(params: dict, method: str, datasets: Iterable[str], runs_dir: 
             scores = [_read(path / "metrics.json")["top1"] for path in paths]
             rows.append({"dataset": dataset, "top1": sum(scores) / len(scores), "runs": source})
     return pd.DataFrame(rows, columns=["dataset", "top1", "runs"]).set_index("dataset")
+
+
+def reference_runs(runs_dir: Path | str, datasets: Iterable[str], seeds: Iterable[int],
+                   supervised: str = "supervised") -> pd.DataFrame:
+    """The reference rows as runs (columns method, dataset, seed, top1) for the tables' builders
+    (:func:`isogclr.analysis.table1.with_references`): ``chance`` and ``raw_pixels`` (seed 0), ``random_init`` per
+    initialization seed, ``supervised`` per seed. A dataset without its references stage's output is left out."""
+    runs_dir, rows = Path(runs_dir), []
+    for dataset in datasets:
+        path = runs_dir / "references" / dataset / "metrics.json"
+        if not path.is_file():
+            continue
+        metrics = _read(path)
+        rows += [{"method": "chance", "dataset": dataset, "seed": 0, "top1": metrics["chance"]},
+                 {"method": "raw_pixels", "dataset": dataset, "seed": 0, "top1": metrics["raw_pixels_top1"]}]
+        rows += [{"method": "random_init", "dataset": dataset, "seed": int(key[len("random_init_s"):-len("_top1")]),
+                  "top1": value} for key, value in metrics.items() if key.startswith("random_init_s")]
+        rows += [{"method": "supervised", "dataset": dataset, "seed": seed,
+                  "top1": _read(runs_dir / f"{supervised}-{dataset}-s{seed}" / "metrics.json")["top1"]}
+                 for seed in seeds]
+    return pd.DataFrame(rows, columns=["method", "dataset", "seed", "top1"])
