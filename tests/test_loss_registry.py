@@ -1,4 +1,4 @@
-"""The registry knows each loss's modality; every loss declares expects_normalized in its class."""
+"""The registry knows each loss's module and modality; every loss declares the interface the trainers read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from isogclr.losses import BIMODAL_LOSSES, LOSSES, MODALITY, UNIMODAL_LOSSES, build_loss, losses_of, register_loss
-from isogclr.losses.registry import ModalityT
+from isogclr.losses.base import ContrastiveLoss
+from isogclr.losses.registry import REGISTRY, ModalityT, loss_module
 
 
 def test_every_loss_has_a_modality_and_the_lists_are_derived():
@@ -24,7 +25,7 @@ def test_every_loss_has_a_modality_and_the_lists_are_derived():
 def test_expects_normalized_is_declared_in_the_class(name):
     cls = LOSSES[name]
     assert isinstance(cls.expects_normalized, bool)
-    assert any("expects_normalized" in vars(c) for c in cls.__mro__ if c is not nn.Module)
+    assert any("expects_normalized" in vars(c) for c in cls.__mro__ if c not in (nn.Module, ContrastiveLoss))
     assert cls.expects_normalized is (name not in ("barlow_twins", "vicreg"))
 
 
@@ -45,9 +46,85 @@ def test_bad_modality_and_missing_attribute_are_errors():
     with pytest.raises(ValueError, match="modality must be 'unimodal' or 'bimodal'"):
         losses_of(bad)
 
-    class NoAttribute(nn.Module):
+    class NoAttribute(ContrastiveLoss):
         pass
 
     with pytest.raises(TypeError, match="NoAttribute must declare the class attribute expects_normalized"):
         register_loss("no_attribute", "unimodal")(NoAttribute)
     assert "no_attribute" not in LOSSES
+
+    class NoBase(nn.Module):
+        expects_normalized = True
+
+    with pytest.raises(TypeError, match="NoBase must derive from isogclr.losses.base.ContrastiveLoss"):
+        register_loss("no_base", "unimodal")(NoBase)
+
+    class NotInTheTable(ContrastiveLoss):
+        expects_normalized = True
+
+    with pytest.raises(ValueError, match=r"loss 'not_in_the_table' .* is not registered as such .*REGISTRY"):
+        register_loss("not_in_the_table", "unimodal")(NotInTheTable)
+    with pytest.raises(ValueError, match=r"loss 'simclr' .* is not registered as such"):  # a name of another class
+        register_loss("simclr", "unimodal")(NotInTheTable)
+
+
+# --- the interface the trainers read (isogclr.losses.base.ContrastiveLoss), one test per registered loss ---
+
+_KWARGS = {"negcache": {"dim": 8}}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_loss_declares_the_interface(name):
+    """The trainers read expects_normalized, extra_outputs, temperatures() and step_stats() without probing."""
+    cls = LOSSES[name]
+    assert issubclass(cls, ContrastiveLoss) and cls.registry_name == name and cls.modality == MODALITY[name]
+    assert cls.__module__ == loss_module(name)
+    assert isinstance(cls.extra_outputs, int) and cls.extra_outputs == (1 if name == "tau_simclr" else 0)
+    loss = build_loss(name, 16, **_KWARGS.get(name, {}))
+    taus = loss.temperatures()
+    assert isinstance(taus, dict) and all(isinstance(t, torch.Tensor) for t in taus.values())
+    expected = {"isogclr": {"tau"}, "clip": {"tau"}, "cyclip": {"tau"}, "isogclr_bimodal": {"tau_image", "tau_text"},
+                "clip_individual_tau": {"tau_image", "tau_text"}}.get(name, set())
+    assert set(taus) == expected
+    for key, tau in taus.items():  # per sample (n,) or one global 0-d temperature
+        assert tau.shape == ((16,) if key != "tau" or name == "isogclr" else ())
+        assert bool((tau > 0).all())
+    assert isinstance(loss.step_stats(), dict)
+
+
+@pytest.mark.parametrize("name", ["isogclr", "isogclr_bimodal"])
+def test_per_sample_temperatures_are_the_state_itself(name):
+    """temperatures() returns the buffers (the state that is checkpointed), not copies."""
+    loss = build_loss(name, 16)
+    buffers = dict(loss.named_buffers())
+    assert all(any(t is b for b in buffers.values()) for t in loss.temperatures().values())
+
+
+@pytest.mark.parametrize("name", ["sogclr", "isogclr", "sogclr_bimodal", "isogclr_bimodal"])
+def test_moving_average_losses_report_their_largest_weight(name):
+    loss = build_loss(name, 16)
+    x, y = (torch.nn.functional.normalize(torch.randn(4, 8), dim=1) for _ in range(2))
+    loss(x, y, torch.arange(4))
+    assert set(loss.step_stats()) == {"max_weight"} and loss.step_stats()["max_weight"] > 0
+
+
+@pytest.mark.parametrize("name", ["simclr", "vicreg", "clip"])
+def test_other_losses_report_no_step_statistics(name):
+    assert build_loss(name, 16).step_stats() == {}
+
+
+def test_importing_the_package_imports_no_loss_and_building_one_imports_its_module_only():
+    """Run in a fresh interpreter: the registry imports a loss's module when the loss is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import isogclr.losses as L\n"
+            "before = {m for m in sys.modules if m.startswith('isogclr.losses.')}\n"
+            "L.build_loss('simclr', 4); after = {m for m in sys.modules if m.startswith('isogclr.losses.')}\n"
+            "print(sorted(before)); print(sorted(after - before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == str(["isogclr.losses.base", "isogclr.losses.numerics", "isogclr.losses.registry"])
+    assert out[1] == str(["isogclr.losses.simclr", "isogclr.losses.two_views"])
+    from isogclr.losses import CyCLIPLoss  # the classes stay importable from the package
+
+    assert CyCLIPLoss is LOSSES["cyclip"]

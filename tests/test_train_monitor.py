@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
+from isogclr.losses.base import ContrastiveLoss
 from isogclr.losses.numerics import TrainingDiverged
 from isogclr.train.monitor import StepMonitor
 
 
-class _Loss(torch.nn.Module):
+class _Loss(ContrastiveLoss):
     def __init__(self, weights):
         super().__init__()
         self.weights = list(weights)
@@ -37,7 +38,7 @@ def test_a_loss_that_hits_the_cap_stops_with_run_method_step_and_knob(tmp_path):
 
 def test_a_non_finite_loss_stops_naming_the_checkpoint(tmp_path):
     (tmp_path / "checkpoint.pt").write_bytes(b"")
-    monitor = StepMonitor("r", "sogclr", torch.nn.Identity(), tmp_path / "checkpoint.pt")
+    monitor = StepMonitor("r", "sogclr", ContrastiveLoss(), tmp_path / "checkpoint.pt")
     with pytest.raises(TrainingDiverged, match=r"step 7 \(last good checkpoint: .*\): non-finite loss nan"):
         monitor.loss(7, lambda: torch.tensor(math.nan))
 
@@ -60,6 +61,6 @@ def test_epoch_columns_are_the_epochs_maxima_and_reset(tmp_path):
 
 
 def test_losses_without_weights_log_only_the_gradient_norm(tmp_path):
-    monitor = StepMonitor("r", "simclr", torch.nn.Identity(), tmp_path / "c.pt")
+    monitor = StepMonitor("r", "simclr", ContrastiveLoss(), tmp_path / "c.pt")
     monitor.loss(0, lambda: torch.tensor(1.0))
     assert "max_weight" not in monitor.epoch_columns()

@@ -23,16 +23,22 @@ What it writes, one stage family per kind of work:
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
 depth, including the imports inside functions; a package's ``__init__.py`` whenever one of its modules
-is imported), read from the source with :mod:`ast` (:func:`module_closure`). An edit anywhere on a
-run's path therefore reruns it. The command-line dispatcher (``cli.py``) is left out on purpose: it
-only parses arguments and calls the entry modules named here, and listing it would make every stage
-depend on every command.
+is imported; the module behind a name a package imports on first access), read from the source with
+:mod:`ast` (:func:`module_closure`), plus the modules a run imports by name: its methods' losses and its
+datasets' loaders (:func:`run_modules`, from the registries). An edit anywhere on a run's path therefore
+reruns it, and an edit elsewhere (an image-text loss, for a unimodal run) does not. The command-line
+dispatcher (``cli.py``) is left out on purpose: it only parses arguments and calls the entry modules named
+here, and listing it would make every stage depend on every command; so is the validation of the whole
+params.yaml, which can refuse a run but not change it. A run's losses and datasets are read from params.yaml
+when the pipeline is generated: after changing a method's ``loss`` or a section's methods or datasets,
+regenerate it (``python -m isogclr pipeline``; ``make repro`` does).
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +49,13 @@ import yaml
 PACKAGE = "isogclr"
 SRC = Path("src")
 
-# The modules each kind of stage runs (its entry points); everything they import follows.
-TRAIN_ENTRY = ("isogclr.train.loop", "isogclr.config")
-BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config")
-REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config")
-CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config")
+# The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
+# everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
+# every command runs it first, and it can refuse a run but not change its numbers.
+TRAIN_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.studies", "isogclr.config.tuning")
+BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
+REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.reports")
+CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
 REPORT_ENTRY = ("isogclr.analysis.report", "isogclr.analysis.notebooks")  # `python -m isogclr report <name>`
 
 RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
@@ -208,6 +216,18 @@ def module_imports(path: Path, module: str) -> set[str]:
     return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
 
 
+def _lazy_module(name: str, root: Path) -> list[str]:
+    """The module that defines ``pkg.name`` when the package ``pkg`` imports its names on first access (a
+    module-level ``__getattr__`` reading ``_LAZY``, name -> module: :mod:`isogclr.config`, :mod:`isogclr.losses`);
+    ``[]`` for any other name. ``from pkg import name`` then depends on that module, as an eager import would."""
+    package, _, attr = name.rpartition(".")
+    init = _module_file(package, root) if package else None
+    if init is None or init.name != "__init__.py" or "def __getattr__" not in init.read_text():
+        return []
+    table = getattr(importlib.import_module(package), "_LAZY", {})
+    return [table[attr]] if attr in table else []
+
+
 def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
     """The source files (relative to ``root``) of ``entries`` and of every ``isogclr`` module they import.
 
@@ -223,17 +243,36 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
         parts = module.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the parent packages
         path = _module_file(module, root)
-        if path is None:
-            continue  # an attribute imported with `from pkg import name`, not a module
+        if path is None:  # an attribute imported with `from pkg import name`, not a module
+            todo += _lazy_module(module, root)  # unless the package imports it from a module on first access
+            continue
         files.add(path.relative_to(root).as_posix())
         todo += sorted(module_imports(path, module) - seen)
     return sorted(files)
 
 
+def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
+                datasets: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
+    (``methods.<m>.loss``, its row of :data:`isogclr.losses.registry.REGISTRY`) and each dataset's loader
+    (:data:`isogclr.data.base.REGISTRY`). :func:`build_loss` and :func:`load_dataset` import them when a run
+    builds them, which :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
+
+    Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
+    check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
+    from .data.base import dataset_module
+    from .losses.registry import loss_module
+
+    losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
+    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets})
+
+
 def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
     """The ``isogclr`` modules that the report source ``notebooks/src/<name>.py`` imports."""
     path = Path(root) / "notebooks" / "src" / f"{name}.py"
-    return sorted(m for m in module_imports(path, "__notebook__") if _module_file(m, Path(root)) or "." not in m)
+    found = module_imports(path, "__notebook__")
+    return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
+                  | {lazy for m in found for lazy in _lazy_module(m, Path(root))})
 
 
 # --- stages --------------------------------------------------------------------------------------------
@@ -365,7 +404,10 @@ def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], roo
 def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
     """The ``dvc.yaml`` document for ``params`` (a dict, as read from params.yaml)."""
     root = Path(root)
-    run_code = module_closure(TRAIN_ENTRY, root)
+
+    def code(entry: tuple[str, ...], methods: list[str], datasets: list[str] = ()) -> list[str]:
+        return module_closure([*entry, *run_modules(params, methods, datasets)], root)
+
     stages: dict[str, Any] = {
         "synthetic": {"cmd": "python -m isogclr synthetic --out data/synthetic",
                       "deps": module_closure(("isogclr.data.synthetic",), root),
@@ -381,36 +423,45 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     }
     for section, stage in TUNE_STAGES.items():
         if section in params:
-            stages[stage] = _tune_stage(section, params, module_closure(TUNE_ENTRY[section], root))
+            spec = params[section]
+            datasets = [spec["dataset"]] if section == "tuning" else []
+            stages[stage] = _tune_stage(section, params, code(TUNE_ENTRY[section], list(spec["methods"]), datasets))
     for section, stage in GRID_STAGES.items():
         if section in params:
-            stages[stage] = _grid_stage(section, params, run_code)
+            table = params[section]
+            stages[stage] = _grid_stage(section, params, code(TRAIN_ENTRY, table["methods"], table["datasets"]))
     if "references" in params:  # the no-learning rows of each dataset (the supervised one is a grid run above)
+        datasets = params["references"]["datasets"]
         stages["references"] = {
             "matrix": {"dataset": "${references.datasets}"},
             "cmd": "${launcher} -m isogclr references --dataset ${item.dataset}",
-            "deps": _data_deps(params["references"]["datasets"]) + module_closure(REFERENCES_ENTRY, root),
+            "deps": _data_deps(datasets) + code(REFERENCES_ENTRY, params["references"]["methods"], datasets),
             "params": [p for p in RUN_PARAMS if "${item.method}" not in p] + ["references.random_inits"],
             "metrics": [{"runs/references/${item.dataset}/metrics.json": {"cache": False}}],
         }
     if "bimodal" in params:
-        bimodal, code = params["bimodal"], module_closure(BIMODAL_ENTRY, root)
-        inputs = _bimodal_inputs(params)
-        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")), code, inputs)
+        bimodal, inputs = params["bimodal"], _bimodal_inputs(params)
+        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")),
+                                                 code(BIMODAL_ENTRY, bimodal["methods"]), inputs)
         if bimodal.get("side_methods"):
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
-            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False, code, inputs)
+            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False,
+                                                          code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():
-            code = module_closure(BIMODAL_ENTRY if bimodal else TRAIN_ENTRY, root)
-            stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code, _bimodal_inputs(params))
+            entry, datasets = (BIMODAL_ENTRY, []) if bimodal else (TRAIN_ENTRY, [spec["dataset"]])
+            stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
+                                                   _bimodal_inputs(params))
             if spec.get("report"):
                 reads_study.setdefault(spec["report"], []).append((name, section))
     if "emc2_convergence" in params:
+        from .config.convergence import CONVERGENCE_METHODS, convergence_config
+
         stages["emc2_convergence_runs"] = {
             "cmd": "python -m isogclr convergence --out runs_convergence",
-            "deps": ["data/synthetic.json", *module_closure(CONVERGENCE_ENTRY, root)],
+            "deps": ["data/synthetic.json", *code(CONVERGENCE_ENTRY, list(CONVERGENCE_METHODS),
+                                                  [convergence_config(params).dataset])],
             "params": ["data.root", "model", "augment", "methods.simclr.tau", "methods.sogclr.tau",
                        "methods.sogclr.gamma", "methods.emc2.beta", "emc2_convergence"],
             "outs": [{"runs_convergence": {"cache": False}}],

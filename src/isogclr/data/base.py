@@ -7,7 +7,8 @@ a long-tailed one) keeps ``source_index``, its positions in the full split.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import importlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,14 +94,57 @@ def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) ->
 
 
 Loader = Callable[[Path, str], ImageData]
-DATASETS: dict[str, Loader] = {}
+
+# name -> the module whose import registers its loader (``@register_dataset(name)``); :func:`load_dataset`
+# imports it when the dataset is loaded, so a run imports the code of its own dataset only, and the pipeline
+# (:mod:`isogclr.pipeline`) makes a run's stage depend on that module and no other dataset's
+REGISTRY: dict[str, str] = {
+    **{f"cifar{c}{lt}": "isogclr.data.cifar" for c in (10, 100) for lt in ("", "_lt")},
+    "imagenet100": "isogclr.data.folder",
+    **{f"fashion_mnist{mini}{lt}": "isogclr.data.fashion_mnist" for mini in ("", "_mini") for lt in ("", "_lt")},
+    "inaturalist": "isogclr.data.inaturalist",
+    "stl10": "isogclr.data.stl10",
+    "stl10_labeled": "isogclr.data.stl10",
+    **{f"synth{c}{lt}": "isogclr.data.synthetic" for c in (10, 100) for lt in ("", "_lt")},
+}
+_LOADERS: dict[str, Loader] = {}
+
+
+def dataset_module(name: str) -> str:
+    """The module that registers the dataset ``name`` (what loading it imports)."""
+    if name not in REGISTRY:
+        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(REGISTRY)}")
+    return REGISTRY[name]
+
+
+class _Datasets(Mapping):
+    """``DATASETS[name]``: the loader of a registered dataset, its module imported on first access."""
+
+    def __getitem__(self, name: str) -> Loader:
+        if name not in _LOADERS:
+            importlib.import_module(dataset_module(name))
+        return _LOADERS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+DATASETS: Mapping[str, Loader] = _Datasets()
 
 
 def register_dataset(name: str) -> Callable[[Loader], Loader]:
+    """Decorator: ``fn`` loads the dataset ``name``; its module must be ``name``'s row of :data:`REGISTRY`."""
+
     def decorate(fn: Loader) -> Loader:
-        if name in DATASETS:
+        if name in _LOADERS:
             raise ValueError(f"dataset name {name!r} is registered twice")
-        DATASETS[name] = fn
+        if REGISTRY.get(name) != fn.__module__:
+            raise ValueError(f"dataset {name!r} (loader in {fn.__module__}) is not registered as such in "
+                             f"isogclr.data.base.REGISTRY (has {REGISTRY.get(name)}): add or fix its row")
+        _LOADERS[name] = fn
         return fn
 
     return decorate

@@ -12,59 +12,47 @@ which take the projector output as it is. The moving-average losses take
 ``convention="paper"`` or ``"official"`` (:mod:`isogclr.losses.conventions`) and report
 ``step_stats()``; they raise :class:`TrainingDiverged` when their weights reach the cap. The
 equations, states and conventions of every method are documented in ``docs/losses.md``.
+
+Importing the package imports no loss: :func:`build_loss` imports the module of the loss it builds (its row
+of :data:`~.registry.REGISTRY`), so a run's code, and its pipeline stage's dependencies, are its own loss's.
+The classes are importable from the package as before (``from isogclr.losses import SimCLRLoss``): the
+package imports their module on first access.
 """
 
-from .barlow_twins import BarlowTwinsLoss
-from .clip import CLIPLoss
-from .clip_individual_tau import CLIPIndividualTauLoss
-from .conventions import LogMovingAverage, MovingAverageConventions
-from .cyclip import CyCLIPLoss
-from .emc2 import EMC2Loss
-from .flatclr import FlatCLRLoss
-from .isogclr import ISogCLRLoss
-from .isogclr_bimodal import ISogCLRBimodalLoss
-from .negcache import NegativeCacheLoss
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import ContrastiveLoss
 from .numerics import TrainingDiverged
-from .registry import LOSSES, MODALITY, build_loss, losses_of, register_loss
-from .simclr import SimCLRLoss
-from .simco import SimCoLoss
-from .simo import SiMoLoss
-from .sogclr import SogCLRLoss
-from .sogclr_bimodal import SogCLRBimodalLoss
-from .spectral import SpectralContrastiveLoss
-from .supervised import SupervisedLoss
-from .tau_simclr import TaUSimCLRLoss
-from .vicreg import VICRegLoss
+from .registry import LOSSES, MODALITY, REGISTRY, build_loss, loss_module, losses_of, register_loss
 
 UNIMODAL_LOSSES = losses_of("unimodal")  # derived from the registry (each loss declares its modality)
 BIMODAL_LOSSES = losses_of("bimodal")
+
+# the package's other public names, by the module that defines them (imported on first access)
+_LAZY = {REGISTRY[name][0].partition(":")[2]: loss_module(name) for name in REGISTRY}
+_LAZY.update(LogMovingAverage="isogclr.losses.conventions", MovingAverageConventions="isogclr.losses.conventions")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BIMODAL_LOSSES",
     "LOSSES",
     "MODALITY",
+    "REGISTRY",
     "UNIMODAL_LOSSES",
-    "BarlowTwinsLoss",
-    "CLIPIndividualTauLoss",
-    "CLIPLoss",
-    "CyCLIPLoss",
-    "EMC2Loss",
-    "FlatCLRLoss",
-    "ISogCLRBimodalLoss",
-    "ISogCLRLoss",
-    "LogMovingAverage",
-    "MovingAverageConventions",
-    "NegativeCacheLoss",
-    "SiMoLoss",
-    "SimCLRLoss",
-    "SimCoLoss",
-    "SogCLRBimodalLoss",
-    "SogCLRLoss",
-    "SpectralContrastiveLoss",
-    "TaUSimCLRLoss",
+    "ContrastiveLoss",
     "TrainingDiverged",
-    "VICRegLoss",
     "build_loss",
+    "loss_module",
     "losses_of",
     "register_loss",
+    *sorted(_LAZY),
 ]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import compute_dtype, full_precision
 
@@ -17,7 +17,7 @@ def standardize(z: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 @register_loss("barlow_twins", modality="unimodal")
-class BarlowTwinsLoss(nn.Module):
+class BarlowTwinsLoss(ContrastiveLoss):
     r"""L = sum_i (1 - C_ii)^2 + lambda sum_{i != j} C_ij^2 (Barlow Twins eq. 1).
 
     C = (1/B) sum_b zn1_b zn2_b^T is the cross-correlation matrix (d x d) of the two views'

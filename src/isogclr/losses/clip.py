@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from .base import ContrastiveLoss
 from .layouts import BimodalBatch, bimodal_batch
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp
@@ -32,7 +33,7 @@ def directional_infonce(sim: torch.Tensor, pos: torch.Tensor, inv_tau: torch.Ten
 
 
 @register_loss("clip", modality="bimodal")
-class CLIPLoss(nn.Module):
+class CLIPLoss(ContrastiveLoss):
     r"""CLIP: L = (1/2B) sum_i [ -log softmax_j(I_i.T_j / tau)_i - log softmax_j(I_j.T_i / tau)_i ].
 
     The mean of the image-to-text and text-to-image cross-entropies (CLIP's pseudo-code).
@@ -54,6 +55,9 @@ class CLIPLoss(nn.Module):
     """
 
     expects_normalized = True
+
+    def temperatures(self) -> dict[str, torch.Tensor]:
+        return {"tau": self.tau}  # global, 0-d
 
     def __init__(self, num_samples: int | None = None, tau: float = 0.07, learn_tau: bool = False,
                  tau_min: float | None = 0.01, tau_max: float | None = None,

@@ -8,6 +8,7 @@ import math
 import torch
 from torch import nn
 
+from .base import ContrastiveLoss
 from .clip import directional_infonce
 from .conventions import check_index
 from .layouts import bimodal_batch
@@ -16,7 +17,7 @@ from .two_views import full_precision
 
 
 @register_loss("clip_individual_tau", modality="bimodal")
-class CLIPIndividualTauLoss(nn.Module):
+class CLIPIndividualTauLoss(ContrastiveLoss):
     r"""CLIP whose image i uses tau_i and text i uses tau'_i, both learned by autograd.
 
     .. math::
@@ -46,6 +47,9 @@ class CLIPIndividualTauLoss(nn.Module):
     """
 
     expects_normalized = True
+
+    def temperatures(self) -> dict[str, torch.Tensor]:
+        return {"tau_image": self.tau_image, "tau_text": self.tau_text}  # (n,) each
 
     def __init__(self, num_samples: int, tau_init: float = 0.01, tau_min: float | None = 0.005,
                  tau_max: float | None = None, positive_in_denominator: bool = True) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import check_index
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
 from .registry import register_loss
@@ -14,7 +14,7 @@ from .two_views import full_precision
 
 
 @register_loss("emc2", modality="unimodal")
-class EMC2Loss(nn.Module):
+class EMC2Loss(ContrastiveLoss):
     r"""EMC2 (Algorithm 1 of the EMC2 paper, section 2) on the two-view in-batch layout.
 
     Objective (eq. 1), beta the inverse temperature, N_a the negatives of anchor a:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
 @register_loss("flatclr", modality="unimodal")
-class FlatCLRLoss(nn.Module):
+class FlatCLRLoss(ContrastiveLoss):
     r"""FlatNCE over the 2B views of a batch (SimCLR layout, 2B - 2 negatives per anchor).
 
     For anchor a with positive a+ and negatives N_a,

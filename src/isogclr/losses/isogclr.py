@@ -6,8 +6,8 @@ import math
 from typing import Literal
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import PRESET, LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
 from .moving_average import PerSampleTemperatures, WeightWatch
@@ -17,7 +17,7 @@ from .two_views import full_precision
 
 
 @register_loss("isogclr", modality="unimodal")
-class ISogCLRLoss(PerSampleTemperatures, WeightWatch, nn.Module):
+class ISogCLRLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
     r"""Unimodal iSogCLR (Algorithm 1 of the iSogCLR paper), in log space.
 
     Objective (RGCO, the dual form of RGCL, eqs. 7-8), with both views of x_i as anchors:
@@ -63,6 +63,9 @@ class ISogCLRLoss(PerSampleTemperatures, WeightWatch, nn.Module):
 
     expects_normalized = True
     knob = "tau_min"
+
+    def temperatures(self) -> dict[str, torch.Tensor]:
+        return {"tau": self.tau}  # tau_i (n,), the buffer itself
 
     def __init__(self, num_samples: int, rho: float = 0.3, tau_init: float = 0.7, tau_min: float = 0.05,
                  tau_max: float = 1.0, beta0: float = 0.9, beta1: float = 0.9, eta: float = 0.01,

@@ -6,8 +6,8 @@ import math
 from typing import Literal
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import PRESET, LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .layouts import bimodal_batch
 from .moving_average import PerSampleTemperatures, WeightWatch
@@ -18,7 +18,7 @@ from .two_views import full_precision, masked_logsumexp
 
 
 @register_loss("isogclr_bimodal", modality="bimodal")
-class ISogCLRBimodalLoss(PerSampleTemperatures, WeightWatch, nn.Module):
+class ISogCLRBimodalLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
     r"""Bimodal iSogCLR (Algorithm 2 of the iSogCLR paper), in log space.
 
     Objective (bimodal RGCO, appendix B):
@@ -68,6 +68,9 @@ class ISogCLRBimodalLoss(PerSampleTemperatures, WeightWatch, nn.Module):
 
     expects_normalized = True
     knob = "tau_min"
+
+    def temperatures(self) -> dict[str, torch.Tensor]:
+        return {"tau_image": self.tau_image, "tau_text": self.tau_text}  # (n,) each, the buffers themselves
 
     def __init__(self, num_samples: int, rho: float = 6.0, tau_init: float = 0.01, tau_min: float = 0.005,
                  tau_max: float = 1.0, beta0: float = 0.9, beta1: float = 0.9, eta: float = 0.01,

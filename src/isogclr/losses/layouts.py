@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .two_views import TwoViewBatch, compute_dtype, two_view_batch
 
 NegativesT = Literal["all", "cross"]
@@ -93,7 +93,7 @@ def anchor_rows(z1: torch.Tensor, z2: torch.Tensor, negatives: NegativesT
     return batch.sim, batch.pos, batch.neg_mask
 
 
-class LayoutLoss(nn.Module):
+class LayoutLoss(ContrastiveLoss):
     """Base of the losses that contrast each of the 2B anchors with the negatives of one layout
     (SimCo, SiMo): checks and keeps ``negatives``; :meth:`rows` gives (sim, pos, mask)."""
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import check_index
 from .registry import register_loss
 from .two_views import compute_dtype, full_precision
 
 
 @register_loss("negcache", modality="unimodal")
-class NegativeCacheLoss(nn.Module):
+class NegativeCacheLoss(ContrastiveLoss):
     r"""Global contrastive loss with negatives drawn from a feature cache by the Gumbel-max trick.
 
     Objective (EMC2 eq. 1 over the dataset): for anchor a (both views of each sample),

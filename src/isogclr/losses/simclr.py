@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
 @register_loss("simclr", modality="unimodal")
-class SimCLRLoss(nn.Module):
+class SimCLRLoss(ContrastiveLoss):
     r"""NT-Xent over the 2B views of a batch (SogCLR paper, eq. 1).
 
     .. math::

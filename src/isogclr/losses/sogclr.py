@@ -6,8 +6,8 @@ import math
 from typing import Literal
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
 from .moving_average import WeightWatch
@@ -17,7 +17,7 @@ from .two_views import full_precision
 
 
 @register_loss("sogclr", modality="unimodal")
-class SogCLRLoss(WeightWatch, nn.Module):
+class SogCLRLoss(WeightWatch, ContrastiveLoss):
     r"""SogCLR (Algorithm 1 of the SogCLR paper), in log space.
 
     For sample i with anchor views a in {1, 2} and negatives N_i (the 2B - 2 views of

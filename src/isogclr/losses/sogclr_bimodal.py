@@ -6,8 +6,8 @@ import math
 from typing import Literal
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .conventions import PRESET, LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .layouts import bimodal_batch
 from .moving_average import WeightWatch
@@ -25,7 +25,7 @@ def direction_factor(reduction: str) -> float:
 
 
 @register_loss("sogclr_bimodal", modality="bimodal")
-class SogCLRBimodalLoss(WeightWatch, nn.Module):
+class SogCLRBimodalLoss(WeightWatch, ContrastiveLoss):
     r"""The global two-way contrastive objective with one moving average per pair and direction.
 
     .. math::

@@ -4,15 +4,15 @@ deep learning with spectral contrastive loss")."""
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .layouts import NegativesT, check_negatives, cross_view_rows, negative_mask
 from .registry import register_loss
 from .two_views import full_precision, two_view_batch
 
 
 @register_loss("spectral", modality="unimodal")
-class SpectralContrastiveLoss(nn.Module):
+class SpectralContrastiveLoss(ContrastiveLoss):
     r"""L = -2 E_{x, x+}[f(x)^T f(x+)] + E_{x, x'}[(f(x)^T f(x'))^2].
 
     Mini-batch estimate: the first expectation over the B positive pairs

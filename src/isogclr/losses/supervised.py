@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import full_precision
 
 
 @register_loss("supervised", modality="unimodal")
-class SupervisedLoss(nn.Module):
+class SupervisedLoss(ContrastiveLoss):
     r"""Cross-entropy of both augmented views against their label: the ceiling a self-supervised method
     can approach with the same encoder, augmentations, optimizer and number of steps (not a paper's method).
 

@@ -4,14 +4,14 @@ Zhang et al., 2021), the baseline of the iSogCLR paper's appendix C.3 (Table 10)
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
 @register_loss("tau_simclr", modality="unimodal")
-class TaUSimCLRLoss(nn.Module):
+class TaUSimCLRLoss(ContrastiveLoss):
     r"""NT-Xent whose anchors carry their own temperature, predicted by the encoder.
 
     The encoder returns d + 1 entries: the first d (normalised) are the embedding z, the

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import compute_dtype, full_precision
 
@@ -24,7 +24,7 @@ def covariance_term(z: torch.Tensor) -> torch.Tensor:
 
 
 @register_loss("vicreg", modality="unimodal")
-class VICRegLoss(nn.Module):
+class VICRegLoss(ContrastiveLoss):
     r"""L = lambda s(Z, Z') + mu [v(Z) + v(Z')] / 2 + nu [c(Z) + c(Z')] (VICReg eq. 6).
 
     * invariance s: mean squared error over all B x d entries (the official code's

@@ -89,10 +89,7 @@ def build_optimizer(model: nn.Module, loss_fn: nn.Module, cfg: BimodalRunConfig)
 
 def temperatures(loss_fn: nn.Module) -> dict[str, torch.Tensor]:
     """The loss's temperatures: per pair (``tau_image``, ``tau_text``, shape (n,)) or global (``tau``)."""
-    out = {k: getattr(loss_fn, k) for k in ("tau_image", "tau_text") if hasattr(loss_fn, k)}
-    if not out and isinstance(getattr(loss_fn, "tau", None), torch.Tensor):
-        out["tau"] = loss_fn.tau
-    return {k: v.detach().float().cpu() for k, v in out.items()}
+    return {k: v.detach().float().cpu() for k, v in loss_fn.temperatures().items()}
 
 
 class Evaluator:

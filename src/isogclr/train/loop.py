@@ -103,16 +103,16 @@ class _UnimodalTask:
         self.memory_format = torch.channels_last if cfg.train.channels_last else torch.preserve_format
         self.loss_fn = cfg.method.build(self.n).to(device)
         # a loss may need extra encoder outputs (TaU+SimCLR: one uncertainty logit per view), appended to the head
-        self.extra = getattr(self.loss_fn, "extra_outputs", 0)
+        self.extra = self.loss_fn.extra_outputs
         # the supervised reference: the head is the classifier (its width = the number of classes)
-        self.needs_labels = getattr(self.loss_fn, "needs_labels", False)
+        self.needs_labels = self.loss_fn.needs_labels
         out_dim = train_data.num_classes if self.needs_labels else cfg.head.out_dim + self.extra
         head = dataclasses.replace(cfg.head, out_dim=out_dim)
         model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=self.memory_format)
         if cfg.train.sync_bn and ctx.world_size > 1:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         self.model = model
-        self.normalize = getattr(self.loss_fn, "expects_normalized", True)
+        self.normalize = self.loss_fn.expects_normalized
         self.optimizer = build_optimizer(model, cfg.optimizer, self.batch_size)
         self.forward = DistributedDataParallel(model) if ctx.world_size > 1 else model
         if cfg.train.compile:
@@ -168,7 +168,7 @@ class _UnimodalTask:
 
     def epoch_columns(self, epoch: int) -> dict[str, float]:
         row = {}
-        tau = getattr(self.loss_fn, "tau", None)
+        tau = self.loss_fn.temperatures().get("tau")  # per sample (n,), iSogCLR's; None for a fixed one
         if isinstance(tau, torch.Tensor):
             row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
         if self.cfg.train.eval_every and (epoch + 1) % self.cfg.train.eval_every == 0 and self.ctx.is_main:
@@ -216,7 +216,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     metrics = task.metrics
     if not ctx.is_main:
         return metrics
-    export_train = export and isinstance(getattr(task.loss_fn, "tau", None), torch.Tensor)  # Figure 5's input
+    export_train = export and "tau" in task.loss_fn.temperatures()  # Figure 5's input
     evaluation = _evaluate(task.model, train_eval, test_data, cfg, device, features_to=out_dir, export=export,
                            export_train=export_train)
     metrics.update(evaluation)
@@ -301,7 +301,7 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
     save_json(config, artifacts / "config.json")
     save_text(csv_text(log_rows), out_dir / "train_log.csv")
     write_curves(out_dir / "dvclive", log_rows, metrics)  # rebuilt: the same files as an uninterrupted run
-    tau = getattr(loss_fn, "tau", None)
+    tau = loss_fn.temperatures().get("tau")
     if isinstance(tau, torch.Tensor):
         superclass = train_data.superclass if train_data.superclass is not None else torch.full_like(
             train_data.labels, -1)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from ..losses.base import ContrastiveLoss
 from ..losses.numerics import TrainingDiverged
 
 
@@ -28,13 +29,13 @@ class StepMonitor:
     Args:
         run_id: the run's name, for messages.
         method: the ``methods.<name>`` entry of params.yaml the loss comes from.
-        loss_fn: the loss module (its ``step_stats()`` is read when it has one).
+        loss_fn: the loss module (its ``step_stats()`` is read after each step).
         ckpt_path: the run's checkpoint, named in the message as the last good state.
     """
 
-    def __init__(self, run_id: str, method: str, loss_fn: torch.nn.Module, ckpt_path: Path) -> None:
+    def __init__(self, run_id: str, method: str, loss_fn: ContrastiveLoss, ckpt_path: Path) -> None:
         self.run_id, self.method, self.loss_fn, self.ckpt_path = run_id, method, loss_fn, Path(ckpt_path)
-        self._stats = getattr(loss_fn, "step_stats", None)
+        self._stats = loss_fn.step_stats
         self.reset()
 
     def reset(self) -> None:
