@@ -26,7 +26,7 @@ def test_expects_normalized_is_declared_in_the_class(name):
     cls = LOSSES[name]
     assert isinstance(cls.expects_normalized, bool)
     assert any("expects_normalized" in vars(c) for c in cls.__mro__ if c not in (nn.Module, ContrastiveLoss))
-    assert cls.expects_normalized is (name not in ("barlow_twins", "vicreg"))
+    assert cls.expects_normalized is (name not in ("barlow_twins", "vicreg", "supervised"))
 
 
 @pytest.mark.parametrize("name", sorted(UNIMODAL_LOSSES))
@@ -34,6 +34,8 @@ def test_unimodal_losses_take_two_views(name):
     """Each registered unimodal loss runs on (z1, z2, index), the call the unimodal trainer makes."""
     if name == "tau_simclr":
         pytest.skip("needs the encoder's extra outputs e1, e2 (tested in test_loss_tau_simclr.py)")
+    if name == "supervised":
+        pytest.skip("needs the labels (tested in test_references.py)")
     loss_fn = build_loss(name, 16, **({"dim": 8} if name == "negcache" else {}))
     z1, z2 = (torch.nn.functional.normalize(torch.randn(4, 8), dim=1) for _ in range(2))
     assert torch.isfinite(loss_fn(z1, z2, torch.arange(4)))

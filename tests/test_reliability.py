@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from isogclr import io as iso_io
+from isogclr.losses.base import ContrastiveLoss
 from isogclr.train.engine import fit
 
 
@@ -28,7 +29,7 @@ class _TinyTask:
     def __init__(self) -> None:
         torch.manual_seed(0)
         self.model = nn.Linear(3, 2)
-        self.loss_fn = nn.Module()
+        self.loss_fn = ContrastiveLoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
         self.scaler = torch.amp.GradScaler("cpu", enabled=False)
         self.x = torch.randn(4, 3)

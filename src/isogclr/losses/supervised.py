@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
 from .base import ContrastiveLoss
 from .registry import register_loss
 from .two_views import full_precision

@@ -93,12 +93,12 @@ def build_encoder(cfg: EncoderConfig, **timm_kwargs: Any) -> nn.Module:
 
 def _load_init(model: nn.Module, path: str) -> None:
     """Load the encoder weights ``path`` (a state_dict of the same architecture) into ``model``, strictly."""
-    import torch
+    from ..io import load_torch
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"model.encoder.init: {path} not found (the run that writes it, e.g. the "
                                 f"image encoder's pre-training stage, has not run)")
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_torch(path, "encoder (model.encoder.init)", "rerun the run that exports it (the pretrain stage)")
     try:
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:
