@@ -121,20 +121,29 @@ def worker_skips(counts: Sequence[int], taken: int) -> list[int]:
     """Samples each DataLoader worker (``counts[k]`` samples in all) has yielded when the main process has received
     ``taken``: the loader takes one from each worker in turn, skipping exhausted workers."""
     skips, left = [0] * len(counts), taken
-    active = [k for k, c in enumerate(counts) if c > 0]
-    while left and active:
-        rounds = min(min(counts[k] - skips[k] for k in active), left // len(active))
+    while left:
+        active = [k for k, c in enumerate(counts) if skips[k] < c]
+        if not active:
+            raise ValueError(f"cannot skip {taken} samples: the workers hold {sum(counts)}")
+        most = min(counts[k] - skips[k] for k in active)  # full rounds before a worker runs out
+        rounds = min(most, left // len(active))
         for k in active:
             skips[k] += rounds
         left -= rounds * len(active)
-        if left < len(active):  # a partial round: the first ``left`` active workers give one more
+        if rounds < most:  # fewer than one round left: the first ``left`` active workers give one more
             for k in active[:left]:
                 skips[k] += 1
             left = 0
-        active = [k for k in active if skips[k] < counts[k]]
-    if left:
-        raise ValueError(f"cannot skip {taken} samples: the workers hold {sum(counts)}")
     return skips
+
+
+def _seeded_shuffle(size: int, seed: int):
+    """A pipeline stage: webdataset's buffer shuffle seeded by ``(seed, worker)`` (its default seed is the pid and
+    the clock, which would make an epoch's order, and a resumed epoch, irreproducible)."""
+    def stage(src):
+        worker = wds.utils.pytorch_worker_info()[2]
+        return wds.filters.shuffle(size, seed=seed * 1_000 + worker)(src)
+    return stage
 
 
 def _skip_per_worker(skips: Sequence[int]):
@@ -150,8 +159,9 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
     """This rank's samples of one epoch as ``(image uint8 (3, S, S), caption, index)``, decoded in the workers.
 
     Shards are split by rank (:func:`rank_shards`) and by DataLoader worker; within a worker samples are
-    shuffled in a buffer of ``shuffle_buffer``. ``skip``: per worker, samples dropped before decoding (a
-    resumed epoch, :func:`worker_skips`). Wrap in :func:`shard_loader` for batches.
+    shuffled in a buffer of ``shuffle_buffer`` (seeded by ``(seed, epoch, rank, worker)``: reproducible).
+    ``skip``: per worker, samples dropped before decoding (a resumed epoch, :func:`worker_skips`). Wrap in
+    :func:`shard_loader` for batches.
     """
     mine = rank_shards([str(s) for s in shards], epoch, seed, rank, world_size)
     missing = [s for s in mine if not Path(s).is_file()]
@@ -161,7 +171,7 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
     dataset = wds.WebDataset(mine, shardshuffle=False, nodesplitter=None, workersplitter=wds.split_by_worker,
                              empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
     if shuffle_buffer > 1:
-        dataset = dataset.shuffle(shuffle_buffer)
+        dataset = dataset.compose(_seeded_shuffle(shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
     if any(skip):
         dataset = dataset.compose(_skip_per_worker(list(skip)))
     return (dataset.decode("pil").rename(image=IMAGE_KEYS).map(_decode_pair(transform)))
