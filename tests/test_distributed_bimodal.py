@@ -194,7 +194,9 @@ FILES = ("metrics.json", "train_log.csv", "artifacts/tau.csv", "artifacts/config
 def test_two_process_run_killed_and_resumed_equals_uninterrupted(tmp_path, params):
     _spawn(params, "isogclr_bimodal", tmp_path / "straight", tmp_path / "ckpt_straight")
     returned = [json.loads((tmp_path / "ckpt_straight" / f"returned{r}.json").read_text()) for r in range(WORLD)]
-    assert returned[0] == returned[1] == json.loads((tmp_path / "straight" / "metrics.json").read_text())
+    assert returned[0] == returned[1]  # rank 0's metrics, on every rank (metrics.json rounds them)
+    assert {k: round(v, 4) for k, v in returned[1].items()} == json.loads((tmp_path / "straight" /
+                                                                           "metrics.json").read_text())
     assert not (tmp_path / "ckpt_straight" / "checkpoint.pt").exists()
     log = (tmp_path / "straight" / "train_log.csv").read_text().splitlines()
     assert len(log) == 3 and "retrieval_a_ir_r1" in log[0]  # 2 epochs; the periodic evaluation ran on rank 0

@@ -37,6 +37,7 @@ import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -108,13 +109,11 @@ def _sample_index(sample: dict) -> int:
     return int(key)
 
 
-def _decode_pair(transform: Transform):
-    def decode(sample: dict) -> tuple[torch.Tensor, str, int]:
-        if "image" not in sample or "txt" not in sample:
-            raise ValueError(f"{sample.get('__url__')}: sample {sample['__key__']!r} lacks an image ({IMAGE_KEYS}) "
-                             "or a caption (txt)")
-        return transform(sample["image"].convert("RGB")), sample["txt"], _sample_index(sample)
-    return decode
+def _decode_pair(transform: Transform, sample: dict) -> tuple[torch.Tensor, str, int]:
+    if "image" not in sample or "txt" not in sample:
+        raise ValueError(f"{sample.get('__url__')}: sample {sample['__key__']!r} lacks an image ({IMAGE_KEYS}) "
+                         "or a caption (txt)")
+    return transform(sample["image"].convert("RGB")), sample["txt"], _sample_index(sample)
 
 
 def worker_skips(counts: Sequence[int], taken: int) -> list[int]:
@@ -137,21 +136,19 @@ def worker_skips(counts: Sequence[int], taken: int) -> list[int]:
     return skips
 
 
-def _seeded_shuffle(size: int, seed: int):
-    """A pipeline stage: webdataset's buffer shuffle seeded by ``(seed, worker)`` (its default seed is the pid and
-    the clock, which would make an epoch's order, and a resumed epoch, irreproducible)."""
-    def stage(src):
-        worker = wds.utils.pytorch_worker_info()[2]
-        return wds.filters.shuffle(size, seed=seed * 1_000 + worker)(src)
-    return stage
+# pipeline stages are module-level functions (bound with functools.partial): DataLoader workers started by
+# spawn or forkserver receive the pipeline pickled
+
+def _seeded_shuffle(size: int, seed: int, src: Iterator) -> Iterator:
+    """webdataset's buffer shuffle seeded by ``(seed, worker)`` (its default seed is the pid and the clock, which
+    would make an epoch's order, and a resumed epoch, irreproducible)."""
+    worker = wds.utils.pytorch_worker_info()[2]
+    return wds.filters.shuffle(size, seed=seed * 1_000 + worker)(src)
 
 
-def _skip_per_worker(skips: Sequence[int]):
-    """A pipeline stage: worker ``k`` drops the first ``skips[k]`` samples of its stream (before decoding)."""
-    def stage(src):
-        worker = wds.utils.pytorch_worker_info()[2]
-        return itertools.islice(src, skips[worker], None)
-    return stage
+def _skip_per_worker(skips: Sequence[int], src: Iterator) -> Iterator:
+    """Worker ``k`` drops the first ``skips[k]`` samples of its stream (before decoding)."""
+    return itertools.islice(src, skips[wds.utils.pytorch_worker_info()[2]], None)
 
 
 def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, seed: int, rank: int = 0,
@@ -171,10 +168,10 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
     dataset = wds.WebDataset(mine, shardshuffle=False, nodesplitter=None, workersplitter=wds.split_by_worker,
                              empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
     if shuffle_buffer > 1:
-        dataset = dataset.compose(_seeded_shuffle(shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
+        dataset = dataset.compose(partial(_seeded_shuffle, shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
     if any(skip):
-        dataset = dataset.compose(_skip_per_worker(list(skip)))
-    return (dataset.decode("pil").rename(image=IMAGE_KEYS).map(_decode_pair(transform)))
+        dataset = dataset.compose(partial(_skip_per_worker, list(skip)))
+    return (dataset.decode("pil").rename(image=IMAGE_KEYS).map(partial(_decode_pair, transform)))
 
 
 def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, list[str], torch.Tensor]:
