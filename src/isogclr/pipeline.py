@@ -330,8 +330,8 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
         return {
             "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
                        "seed": f"${{{section}.{name}.seeds}}"},
-            "cmd": f"python -m isogclr train-bimodal --study {name} --method ${{item.method}} --value ${{item.value}} "
-                   "--seed ${item.seed}" + flag,
+            "cmd": f"${{launcher}} -m isogclr train-bimodal --study {name} --method ${{item.method}} "
+                   "--value ${item.value} --seed ${item.seed}" + flag,
             "deps": [*bimodal_inputs, *selection, *code],
             "params": [*base, f"{section}.{name}"],
             **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
@@ -351,7 +351,7 @@ def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     data = _data_deps([spec["dataset"]]) if section == "tuning" else _bimodal_inputs(params)
     return {
         "matrix": {"method": list(spec["methods"])},
-        "cmd": ("${launcher}" if section == "tuning" else "python") + " -m isogclr tune --method ${item.method}",
+        "cmd": "${launcher} -m isogclr tune --method ${item.method}",
         "deps": data + code,
         "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS), f"{section}.methods.${{item.method}}",
                    *(f"{section}.{key}" for key in spec if key != "methods")],
@@ -373,7 +373,8 @@ def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inp
     flag, selection = _tuned({"tuned": tuned})
     return {
         "matrix": {"method": f"${{bimodal.{key}}}"},
-        "cmd": "python -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds)) + flag,
+        "cmd": ("${launcher} -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds))
+                + flag),
         "deps": [*inputs, *selection, *code],
         "params": list(BIMODAL_PARAMS),
         **_run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),

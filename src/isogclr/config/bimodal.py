@@ -41,6 +41,7 @@ class BimodalTrainConfig:
     device: str = "auto"
     precision: str = "bf16"  # autocast on GPU only
     num_threads: int = 0  # torch CPU threads; 0 = torch's default
+    state_device: str = "model"  # the per-pair state (s, u, tau): on the model's device, or "cpu" (train.state_offload)
 
     def __post_init__(self) -> None:
         for key in ("image_size", "epochs", "batch_size", "proj_dim", "eval_batch_size"):
@@ -61,6 +62,8 @@ class BimodalTrainConfig:
                              f"{self.flip_p}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.state_device not in ("model", "cpu"):
+            raise ValueError(f"state_device must be model or cpu, got {self.state_device!r}")
         if self.precision not in ("fp32", "bf16"):
             raise ValueError(f"precision must be fp32 or bf16, got {self.precision!r}")
 
@@ -84,6 +87,8 @@ class BimodalRunConfig:
             del out["stream"]
         if not out["validation_fraction"]:
             del out["validation_fraction"]
+        if out["train"]["state_device"] == "model":  # the default: the same config.json as before the option
+            del out["train"]["state_device"]
         return out
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import kornia.augmentation as K
 import torch
 import torch.nn.functional as F
 from kornia.augmentation.random_generator import ResizedCropGenerator
@@ -175,6 +176,16 @@ class SimCLRAugment(nn.Module):
 def simclr_augmentation(cfg: AugmentConfig, image_size: int) -> nn.Module:
     """float images in [0, 1] (B, 3, H, W) -> one random view each, same size, normalised."""
     return SimCLRAugment(cfg, image_size)
+
+
+def crop_flip_augmentation(image_size: int, crop_scale_min: float, flip_p: float, mean: tuple[float, ...],
+                           std: tuple[float, ...]) -> nn.Module:
+    """The image-text runs' light augmentation (iSogCLR section 6.2): float images in [0, 1] (B, 3, S, S) ->
+    kornia's random resized crop (scale ``(crop_scale_min, 1)``) + horizontal flip, drawn per image,
+    normalised with ``mean`` / ``std`` (the image encoder's, :func:`isogclr.models.bimodal.image_normalization`)."""
+    return nn.Sequential(K.RandomResizedCrop((image_size, image_size), scale=(crop_scale_min, 1.0)),
+                         K.RandomHorizontalFlip(p=flip_p),
+                         K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)))
 
 
 def to_float(images: torch.Tensor) -> torch.Tensor:

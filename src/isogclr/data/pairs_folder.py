@@ -138,13 +138,23 @@ class TrainPairsStream:
     def __len__(self) -> int:
         return self.n
 
-    def epoch(self, epoch: int, start: int = 0):
+    def steps(self, epochs: int, world_size: int = 1) -> int:
+        """Global batches per epoch, the same in every epoch: ``n // batch_size`` for a tsv; for shards the
+        fewest any of the ``epochs`` epochs gives (a rank's share of shards varies by epoch)."""
         if self.pairs is not None:
-            return iter(epoch_loader(self.pairs, self.spec, epoch, self.seed, start_batch=start))
+            return self.n // self.batch_size
+        from .webdataset import shard_sizes, steps_per_epoch
+
+        sizes = shard_sizes(self.shards)
+        return min(steps_per_epoch(sizes, self.shards, e, self.seed, world_size, self.batch_size // world_size)
+                   for e in range(epochs))
+
+    def epoch(self, epoch: int, start: int = 0, rank: int = 0, world_size: int = 1):
+        """Process ``rank``'s batches (``batch_size / world_size`` pairs) of epoch ``epoch`` from batch ``start``
+        on; the skipped batches are not decoded."""
+        if self.pairs is not None:
+            return iter(epoch_loader(self.pairs, self.spec, epoch, self.seed, rank, world_size, start_batch=start))
         from .webdataset import shard_loader
 
-        batches = shard_loader(self.shards, self.transform, self.batch_size, epoch, self.seed,
-                               num_workers=self.spec.num_workers)
-        for _ in range(start):  # a run resumed mid-epoch: shards cannot seek, the skipped batches are decoded
-            next(batches)
-        return batches
+        return shard_loader(self.shards, self.transform, self.batch_size, epoch, self.seed, rank, world_size,
+                            num_workers=self.spec.num_workers, start_batch=start)

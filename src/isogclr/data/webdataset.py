@@ -16,6 +16,14 @@ index, as img2dataset's zero-padded keys are).
    :func:`write_shards`; img2dataset's ``*_stats.json`` ``successes`` are read if it is absent) as
    ``min over ranks of (samples of its shards) // local batch``.
 
+**Resuming mid-epoch** (``start_batch``): the first ``start_batch`` local batches are skipped without decoding.
+The DataLoader hands out its workers' samples round-robin (an exhausted worker drops out), and worker ``k``
+reads shards ``k, k + W, ...`` of the rank's list, whose sample counts ``sizes.json`` gives; so
+:func:`worker_skips` knows how many samples each worker had yielded when the main process had received
+``start_batch x local`` of them, and each worker drops that many from its shuffled stream *before* the decode
+stage (the tar members are read, the images not decoded). The remaining samples come in the order of an
+uninterrupted epoch (``tests/test_data_stream_resume.py``).
+
 Shards are disjoint and each is read once, so indices are distinct by construction; the training step
 still checks every gathered global batch (:func:`~isogclr.data.streaming.check_distinct`) because a wrong
 ``index`` field or a shard listed twice would otherwise corrupt the state silently.
@@ -30,6 +38,7 @@ import itertools
 import json
 import tarfile
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -128,25 +137,58 @@ def _caption(sample: dict) -> str:
     return caption
 
 
-def _decode_pair(transform: Transform):
-    def decode(sample: dict) -> tuple[torch.Tensor, str, int]:
-        caption = _caption(sample)
-        try:
-            with Image.open(io.BytesIO(_image_bytes(sample))) as img:
-                image = img.convert("RGB")
-        except (OSError, SyntaxError, Image.DecompressionBombError) as err:
-            raise ValueError(f"{_where(sample)}: cannot decode the image ({type(err).__name__}: {err}): replace "
-                             "the sample, or rewrite the shard") from None
-        return transform(image), caption, _sample_index(sample)
-    return decode
+def _decode_pair(transform: Transform, sample: dict) -> tuple[torch.Tensor, str, int]:
+    caption = _caption(sample)
+    try:
+        with Image.open(io.BytesIO(_image_bytes(sample))) as img:
+            image = img.convert("RGB")
+    except (OSError, SyntaxError, Image.DecompressionBombError) as err:
+        raise ValueError(f"{_where(sample)}: cannot decode the image ({type(err).__name__}: {err}): replace "
+                         "the sample, or rewrite the shard") from None
+    return transform(image), caption, _sample_index(sample)
+def worker_skips(counts: Sequence[int], taken: int) -> list[int]:
+    """Samples each DataLoader worker (``counts[k]`` samples in all) has yielded when the main process has received
+    ``taken``: the loader takes one from each worker in turn, skipping exhausted workers."""
+    skips, left = [0] * len(counts), taken
+    while left:
+        active = [k for k, c in enumerate(counts) if skips[k] < c]
+        if not active:
+            raise ValueError(f"cannot skip {taken} samples: the workers hold {sum(counts)}")
+        most = min(counts[k] - skips[k] for k in active)  # full rounds before a worker runs out
+        rounds = min(most, left // len(active))
+        for k in active:
+            skips[k] += rounds
+        left -= rounds * len(active)
+        if rounds < most:  # fewer than one round left: the first ``left`` active workers give one more
+            for k in active[:left]:
+                skips[k] += 1
+            left = 0
+    return skips
+
+
+# pipeline stages are module-level functions (bound with functools.partial): DataLoader workers started by
+# spawn or forkserver receive the pipeline pickled
+
+def _seeded_shuffle(size: int, seed: int, src: Iterator) -> Iterator:
+    """webdataset's buffer shuffle seeded by ``(seed, worker)`` (its default seed is the pid and the clock, which
+    would make an epoch's order, and a resumed epoch, irreproducible)."""
+    worker = wds.utils.pytorch_worker_info()[2]
+    return wds.filters.shuffle(size, seed=seed * 1_000 + worker)(src)
+
+
+def _skip_per_worker(skips: Sequence[int], src: Iterator) -> Iterator:
+    """Worker ``k`` drops the first ``skips[k]`` samples of its stream (before decoding)."""
+    return itertools.islice(src, skips[wds.utils.pytorch_worker_info()[2]], None)
 
 
 def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, seed: int, rank: int = 0,
-                world_size: int = 1, shuffle_buffer: int = 1000) -> wds.WebDataset:
+                world_size: int = 1, shuffle_buffer: int = 1000, skip: Sequence[int] = ()) -> wds.WebDataset:
     """This rank's samples of one epoch as ``(image uint8 (3, S, S), caption, index)``, decoded in the workers.
 
     Shards are split by rank (:func:`rank_shards`) and by DataLoader worker; within a worker samples are
-    shuffled in a buffer of ``shuffle_buffer``. Wrap in :func:`shard_loader` for batches.
+    shuffled in a buffer of ``shuffle_buffer`` (seeded by ``(seed, epoch, rank, worker)``: reproducible).
+    ``skip``: per worker, samples dropped before decoding (a resumed epoch, :func:`worker_skips`). Wrap in
+    :func:`shard_loader` for batches.
     """
     mine = rank_shards([str(s) for s in shards], epoch, seed, rank, world_size)
     missing = [s for s in mine if not Path(s).is_file()]
@@ -156,8 +198,10 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
     dataset = wds.WebDataset(mine, shardshuffle=False, nodesplitter=None, workersplitter=wds.split_by_worker,
                              empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
     if shuffle_buffer > 1:
-        dataset = dataset.shuffle(shuffle_buffer)
-    return dataset.map(_decode_pair(transform))
+        dataset = dataset.compose(partial(_seeded_shuffle, shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
+    if any(skip):
+        dataset = dataset.compose(partial(_skip_per_worker, list(skip)))
+    return dataset.map(partial(_decode_pair, transform))
 
 
 def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, list[str], torch.Tensor]:
@@ -166,9 +210,10 @@ def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, 
 
 
 def shard_loader(shards: Sequence[Path | str], transform: Transform, batch_size: int, epoch: int, seed: int,
-                 rank: int = 0, world_size: int = 1, num_workers: int = 2,
-                 shuffle_buffer: int = 1000) -> Iterator[tuple[torch.Tensor, list[str], torch.Tensor]]:
-    """Exactly :func:`steps_per_epoch` local batches ``(images, captions, index)`` of ``batch_size / world_size``.
+                 rank: int = 0, world_size: int = 1, num_workers: int = 2, shuffle_buffer: int = 1000,
+                 start_batch: int = 0) -> Iterator[tuple[torch.Tensor, list[str], torch.Tensor]]:
+    """Exactly :func:`steps_per_epoch` local batches ``(images, captions, index)`` of ``batch_size / world_size``,
+    from batch ``start_batch`` on (the skipped ones are not decoded; see the module docstring).
 
     Workers yield decoded samples; the main process re-batches them (webdataset's ``WebLoader`` idiom), so
     uneven shares between workers do not shorten the epoch.
@@ -180,9 +225,15 @@ def shard_loader(shards: Sequence[Path | str], transform: Transform, batch_size:
     steps = steps_per_epoch(shard_sizes(names), names, epoch, seed, world_size, local)
     if steps == 0:
         raise ValueError(f"the shards hold fewer than one batch of {local} per process")
-    dataset = shard_pairs(names, transform, epoch, seed, rank, world_size, shuffle_buffer)
+    skip = ()
+    if start_batch:
+        sizes, mine = shard_sizes(names), rank_shards(names, epoch, seed, rank, world_size)
+        workers = max(num_workers, 1)
+        counts = [sum(sizes[Path(s).name] for s in mine[k::workers]) for k in range(workers)]
+        skip = worker_skips(counts, start_batch * local)
+    dataset = shard_pairs(names, transform, epoch, seed, rank, world_size, shuffle_buffer, skip)
     loader = wds.WebLoader(dataset, batch_size=None, num_workers=num_workers)
-    return _batches(iter(loader), local, steps, names)
+    return _batches(iter(loader), local, max(steps - start_batch, 0), names)
 
 
 def _batches(samples: Iterator, local: int, steps: int, shards: Sequence[str]) -> Iterator:
@@ -251,4 +302,4 @@ def _expected_size(shard: Path) -> int | None:
 
 
 __all__ = ["load_webdataset_tar", "rank_shards", "shard_loader", "shard_pairs", "shard_sizes", "steps_per_epoch",
-           "write_shards"]
+           "worker_skips", "write_shards"]

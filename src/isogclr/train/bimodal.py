@@ -36,55 +36,56 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import kornia.augmentation as K
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
 from ..config import BimodalRunConfig
+from ..data.augment import crop_flip_augmentation
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
 from ..data.splits import holdout_pairs
 from ..data.streaming import check_distinct, pair_transform
 from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
 from ..io import csv_text, save_json, save_text, save_torch
 from ..models.bimodal import BimodalModel, build_tokenizer, image_normalization, tokenize, trim
+from . import distributed
 from .curves import write_curves
-from .engine import fit
-from .loop import resolve_device
-from .optim import param_groups
+from .distributed import gather_no_grad, gather_with_grad, resolve_device
+from .engine import fit, log
+from .optim import adamw_with_loss_params
+from .state_offload import HostStateLoss
 
 
 def on_epoch_end(run_id: str, epoch: int) -> None:
     """Called after each epoch's checkpoint is written (a hook for tests that interrupt a run)."""
 
 
-def _log(message: str) -> None:
-    print(message, flush=True)
+class _Encoders(nn.Module):
+    """Both encoders in one ``forward``, so that DistributedDataParallel averages every parameter's gradient."""
+
+    def __init__(self, model: BimodalModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor, input_ids: torch.Tensor,
+                attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.encode_image(images), self.model.encode_text(input_ids, attention_mask)
 
 
-def build_augmentation(cfg: BimodalRunConfig) -> nn.Module:
-    """float [0, 1] images (B, 3, S, S) -> random resized crop (scale (crop_scale_min, 1)) + flip, normalised."""
-    size, mean, std = cfg.train.image_size, *image_normalization(cfg.image_encoder)
-    return nn.Sequential(K.RandomResizedCrop((size, size), scale=(cfg.train.crop_scale_min, 1.0)),
-                         K.RandomHorizontalFlip(p=cfg.train.flip_p),
-                         K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)))
+def global_loss(loss_fn: nn.Module, image_x: torch.Tensor, text_x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """The loss of the global batch on every rank: every rank's features gathered *with* gradients, the pairs'
+    dataset indices without (:mod:`isogclr.train.distributed`); the loss (and its per-pair state update) is then
+    the same on every rank. On one process it is ``loss_fn(image_x, text_x, index)``."""
+    return loss_fn(gather_with_grad(image_x), gather_with_grad(text_x), gather_no_grad(index))
 
 
-def build_optimizer(model: nn.Module, loss_fn: nn.Module, cfg: BimodalRunConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on the model's weight matrices only; the loss's own parameters (learned
-    log-temperatures of ``clip`` with ``learn_tau`` and ``clip_individual_tau``) without, at ``tau_lr``.
-
-    Both follow the same warm-up + cosine factor (each group's ``base_lr`` times the factor).
-    """
-    t = cfg.train
-    groups = param_groups(model, t.weight_decay)
-    for g in groups:
-        g.pop("lars", None)
-        g["base_lr"] = t.lr
-    loss_params = [p for p in loss_fn.parameters() if p.requires_grad]
-    if loss_params:
-        groups.append({"params": loss_params, "weight_decay": 0.0, "base_lr": t.tau_lr or t.lr})
-    return torch.optim.AdamW(groups, lr=t.lr, weight_decay=t.weight_decay)
+def build_loss(cfg: BimodalRunConfig, num_samples: int, device: torch.device) -> nn.Module:
+    """The method's loss for ``num_samples`` pairs; with ``bimodal.state_device: cpu`` its per-pair state in host
+    memory (:class:`~isogclr.train.state_offload.HostStateLoss`), else on ``device``."""
+    if cfg.train.state_device == "cpu":
+        return HostStateLoss(cfg.method.build, num_samples, cfg.train.batch_size, device)
+    return cfg.method.build(num_samples).to(device)
 
 
 def temperatures(loss_fn: nn.Module) -> dict[str, torch.Tensor]:
@@ -152,52 +153,68 @@ class Evaluator:
 
 class _BimodalTask:
     """The image-text run as an engine :class:`~isogclr.train.engine.Task`: a step draws a batch of pairs (a
-    fresh permutation per epoch), augments the images, encodes both sides and returns the loss."""
+    fresh permutation per epoch), augments the images, encodes both sides and returns the loss.
+
+    Under torchrun each process takes ``batch_size / world_size`` pairs of every global batch (in memory: its
+    slice of the permutation's batch; streamed: its shards) and :func:`global_loss` gathers the features, so
+    the loss and the per-pair state are the global batch's on every rank."""
 
     def __init__(self, cfg: BimodalRunConfig, data: PairsFolder, tokenizer, evaluator: Evaluator,
-                 device: torch.device, pairs: TrainPairsStream | None = None) -> None:
-        t = cfg.train
-        self.cfg, self.data, self.evaluator, self.device = cfg, data, evaluator, device
+                 ctx: distributed.DistContext, pairs: TrainPairsStream | None = None) -> None:
+        t, device = cfg.train, ctx.device
+        self.cfg, self.data, self.evaluator, self.ctx, self.device = cfg, data, evaluator, ctx, device
         self.run_id, self.method, self.epochs, self.batch_size = cfg.run_id, cfg.method.name, t.epochs, t.batch_size
         self.pairs, self.tokenizer = pairs, tokenizer  # pairs: the streamed training pairs (bimodal.stream)
+        if t.batch_size % ctx.world_size:
+            raise ValueError(f"bimodal.batch_size={t.batch_size} is not divisible by the {ctx.world_size} processes")
+        self.local = t.batch_size // ctx.world_size
         self.n = len(data.train.captions) if pairs is None else len(pairs)
-        self.steps_per_epoch = self.n // t.batch_size  # the last incomplete batch is dropped: batches keep size B
+        # the last incomplete batch is dropped: batches keep size B (streamed shards: the epochs' fewest batches)
+        self.steps_per_epoch = self.n // t.batch_size if pairs is None else pairs.steps(t.epochs)
         if pairs is None:
             self.input_ids, self.attention_mask = tokenize(tokenizer, data.train.captions, cfg.text_encoder.max_length)
         else:  # crop + flip happen in the workers; the device only normalises
             mean, std = image_normalization(cfg.image_encoder)
             self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1)
             self.std = torch.tensor(std, device=device).view(1, 3, 1, 1)
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(cfg.seed)  # the same initial model on every rank
         self.model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
-        self.loss_fn = cfg.method.build(self.n).to(device)
-        self.optimizer = build_optimizer(self.model, self.loss_fn, cfg)
+        self.loss_fn = build_loss(cfg, self.n, device)
+        self.optimizer = adamw_with_loss_params(self.model, self.loss_fn, t.lr, t.weight_decay, t.tau_lr)
         self.scaler = torch.amp.GradScaler(device.type, enabled=False)  # bf16 autocast needs no scaling
-        self.augment = build_augmentation(cfg).to(device)
+        self.augment = crop_flip_augmentation(t.image_size, t.crop_scale_min, t.flip_p,
+                                              *image_normalization(cfg.image_encoder)).to(device)
         self.use_amp = device.type == "cuda" and t.precision == "bf16"
+        self.encoders = DistributedDataParallel(_Encoders(self.model)) if ctx.world_size > 1 else None
+        if ctx.rank:
+            torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
 
     def begin_epoch(self, epoch: int, start: int) -> None:
         if self.pairs is not None:
-            self.batches = self.pairs.epoch(epoch, start)
+            self.batches = self.pairs.epoch(epoch, start, self.ctx.rank, self.ctx.world_size)
             return
         self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch))
 
     def loss(self, batch: int) -> torch.Tensor:
         if self.pairs is None:
             index = self.order[batch * self.batch_size:(batch + 1) * self.batch_size]
+            index = index[self.ctx.rank * self.local:(self.ctx.rank + 1) * self.local]  # this rank's share
             train = self.data.train
             x = train.images[train.image_index[index]]  # each caption's image
             x = self.augment(x.to(self.device, non_blocking=True).float() / 255.0)
             ids, mask = trim(self.input_ids[index], self.attention_mask[index])
         else:  # decoded, cropped and flipped in the workers; captions tokenised per batch
             images, captions, index = next(self.batches)
-            check_distinct(index, self.n)
+            check_distinct(gather_no_grad(index), self.n)  # the state's key: distinct across processes
             x = (images.to(self.device, non_blocking=True).float() / 255.0 - self.mean) / self.std
             ids, mask = trim(*tokenize(self.tokenizer, captions, self.cfg.text_encoder.max_length))
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_amp):
-            image_x = self.model.encode_image(x)
-            text_x = self.model.encode_text(ids.to(self.device), mask.to(self.device))
-        return self.loss_fn(image_x, text_x, index.to(self.device))
+            if self.encoders is None:
+                image_x = self.model.encode_image(x)
+                text_x = self.model.encode_text(ids.to(self.device), mask.to(self.device))
+            else:
+                image_x, text_x = self.encoders(x, ids.to(self.device), mask.to(self.device))
+        return global_loss(self.loss_fn, image_x, text_x, index.to(self.device))
 
     def epoch_columns(self, epoch: int) -> dict[str, float]:
         row = {}
@@ -205,15 +222,22 @@ class _BimodalTask:
             row.update({name: tau.item()} if tau.dim() == 0 else
                        {f"{name}_mean": tau.mean().item(), f"{name}_std": tau.std().item()})
         t = self.cfg.train
-        if t.eval_every and (epoch + 1) % t.eval_every == 0 and self.data.retrieval:
+        if t.eval_every and (epoch + 1) % t.eval_every == 0 and self.data.retrieval and self.ctx.is_main:
             row.update(self.evaluator(self.model, only_first_retrieval=True))
         return row
 
     def state_dict(self) -> dict:
-        return {"rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state() if self.device.type == "cuda" else None}
+        """The RNG states (called on every rank: under torchrun each rank's generator is gathered, so a resumed
+        run draws the augmentations an uninterrupted one would)."""
+        state = {"rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state() if self.device.type == "cuda" else None}
+        if self.ctx.world_size > 1:
+            state["rank_rng"] = distributed.all_gather_object(state)
+        return state
 
     def load_state_dict(self, state: dict, step: int) -> None:
+        if self.ctx.world_size > 1:
+            state = state["rank_rng"][self.ctx.rank]
         torch.set_rng_state(state["rng"])
         if self.device.type == "cuda" and state.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(state["cuda_rng"])
@@ -225,11 +249,16 @@ def _describe(row: dict) -> str:
 
 
 def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> dict:
-    """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``."""
+    """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``.
+
+    Under torchrun (``launcher`` in params.yaml) rank 0 writes checkpoints and outputs and every rank returns
+    its metrics (see :class:`_BimodalTask` for the distributed batch).
+    """
     out_dir, ckpt_dir, t = Path(out_dir), Path(ckpt_dir), cfg.train
     if t.num_threads:
         torch.set_num_threads(t.num_threads)
-    device = resolve_device(t.device)
+    ctx = distributed.setup(resolve_device(t.device))
+    device = ctx.device
     pairs = None
     if cfg.stream is None:
         data = load_pairs_folder(t.data, t.image_size, evaluation=not cfg.validation_fraction)
@@ -246,17 +275,20 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
     if n < t.batch_size:
         raise ValueError(f"bimodal.batch_size={t.batch_size} exceeds the {n} training pairs of {t.data}")
     tokenizer = build_tokenizer(cfg.text_encoder, data.train.captions)
-    task = _BimodalTask(cfg, data, tokenizer, Evaluator(data, tokenizer, cfg, device), device, pairs)
+    task = _BimodalTask(cfg, data, tokenizer, Evaluator(data, tokenizer, cfg, device), ctx, pairs)
     log_rows = fit(task, total_steps=task.steps_per_epoch * t.epochs, warmup_steps=t.warmup_iters,
                    final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
-                   curves_dir=out_dir / "dvclive", describe=_describe,
+                   curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
+                   barrier=distributed.barrier, is_main=ctx.is_main,
                    on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir))
-    metrics = task.evaluator(task.model)
-    _write_outputs(cfg, out_dir, task.model, task.loss_fn, tokenizer, data, log_rows, metrics)
-    (ckpt_dir / "checkpoint.pt").unlink(missing_ok=True)
-    summary = ", ".join(f"{k} {v:.1f}" for k, v in metrics.items() if k.endswith(("_ir_r1", "_tr_r1", "_top1")))
-    _log(f"[{cfg.run_id}] {summary}")
-    return metrics
+    metrics = None
+    if ctx.is_main:
+        metrics = task.evaluator(task.model)
+        _write_outputs(cfg, out_dir, task.model, task.loss_fn, tokenizer, data, log_rows, metrics)
+        (ckpt_dir / "checkpoint.pt").unlink(missing_ok=True)
+        summary = ", ".join(f"{k} {v:.1f}" for k, v in metrics.items() if k.endswith(("_ir_r1", "_tr_r1", "_top1")))
+        log(f"[{cfg.run_id}] {summary}")
+    return distributed.broadcast_object(metrics)  # every rank returns rank 0's (a selection scores them)
 
 
 def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, loss_fn: nn.Module, tokenizer,

@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
+
+
+def resolve_device(name: str) -> torch.device:
+    """``train.device`` / ``bimodal.device`` (``auto``, ``cpu``, ``cuda``) -> the device of this process."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("train.device is 'cuda' but no GPU is visible; set train.device: auto or cpu")
+    return torch.device(name)
 
 
 @dataclass(frozen=True)
@@ -70,3 +80,21 @@ def gather_no_grad(x: torch.Tensor) -> torch.Tensor:
     parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
     dist.all_gather(parts, x.contiguous())
     return torch.cat(parts)
+
+
+def all_gather_object(obj: Any) -> list[Any]:
+    """Every rank's ``obj`` in rank order (picklable objects, e.g. RNG states); ``[obj]`` on one process."""
+    if not is_distributed():
+        return [obj]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def broadcast_object(obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank (e.g. the metrics only rank 0 computes); ``obj`` on one process."""
+    if not is_distributed():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

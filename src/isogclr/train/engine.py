@@ -85,7 +85,8 @@ def _hms(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def _log(message: str) -> None:
+def log(message: str) -> None:
+    """A line of a run's log (stdout, flushed: DVC and torchrun show it as it comes)."""
     print(message, flush=True)
 
 
@@ -140,14 +141,15 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
                        for r in rows if "seconds" in r]
             rows = [{k: v for k, v in r.items() if k not in ("seconds", "samples_per_s")} for r in rows]
         task.load_state_dict(state["task"], step)
-        _log(f"[{task.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
+        log(f"[{task.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
 
     def checkpoint() -> None:
+        task_state = task.state_dict()  # on every rank: a task may gather its ranks' states (RNGs)
         if is_main:
             save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "monitor": monitor.state_dict(),
                         "step": step, "log_rows": rows, "epoch_losses": losses, "timings": timings,
-                        "task": task.state_dict()}, ckpt_path)
+                        "task": task_state}, ckpt_path)
         barrier()
 
     model.train()
@@ -195,7 +197,7 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
             elapsed = time.perf_counter() - loop_start
             epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
             eta = epoch_seconds * (total_steps - step) / steps_per_epoch
-            _log(f"[{task.run_id}] epoch {row['epoch']}/{task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
+            log(f"[{task.run_id}] epoch {row['epoch']}/{task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
                  f"{samples_per_s:.0f} samples/s{describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
         checkpoint()
         on_epoch_end(epoch + 1)

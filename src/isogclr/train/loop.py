@@ -59,21 +59,9 @@ from ..io import csv_text, save_json, save_text, save_torch
 from ..models import ContrastiveModel, timm_name
 from . import distributed
 from .curves import write_curves
-from .distributed import gather_no_grad, gather_with_grad
-from .engine import fit
+from .distributed import gather_no_grad, gather_with_grad, resolve_device
+from .engine import fit, log
 from .optim import build_optimizer
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("train.device is 'cuda' but no GPU is visible; set train.device: auto or cpu")
-    return torch.device(name)
-
-
-def _log(message: str) -> None:
-    print(message, flush=True)
 
 
 class _UnimodalTask:
@@ -222,7 +210,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     metrics.update(evaluation)
     _write_outputs(cfg, out_dir, task.model, task.loss_fn, train_data, log_rows, metrics, export=export)
     ckpt_path.unlink(missing_ok=True)
-    _log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
+    log(f"[{cfg.run_id}] linear probe top-1 {metrics['top1']:.2f}%, 1-NN {metrics['knn1_top1']:.2f}%")
     return metrics
 
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..config import OptimConfig  # the typed ``train.optimizer`` section
 
-__all__ = ["LARS", "OptimConfig", "build_optimizer", "param_groups", "warmup_cosine"]
+__all__ = ["LARS", "OptimConfig", "adamw_with_loss_params", "build_optimizer", "param_groups", "warmup_cosine"]
 
 
 class LARS(torch.optim.Optimizer):
@@ -73,6 +73,24 @@ def build_optimizer(model: nn.Module, cfg: OptimConfig, batch_size: int) -> torc
     if cfg.name == "sgd":
         return torch.optim.SGD(groups, lr=lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     return torch.optim.AdamW(groups, lr=lr, weight_decay=cfg.weight_decay)
+
+
+def adamw_with_loss_params(model: nn.Module, loss_fn: nn.Module, lr: float, weight_decay: float,
+                           loss_lr: float | None = None) -> torch.optim.AdamW:
+    """AdamW of the image-text runs: weight decay on the model's weight matrices only (:func:`param_groups`);
+    the loss's own parameters (learned log-temperatures of ``clip`` with ``learn_tau`` and
+    ``clip_individual_tau``) in a group without decay at ``loss_lr`` (None: ``lr``).
+
+    Every group carries its ``base_lr``, which the engine multiplies by the warm-up + cosine factor.
+    """
+    groups = param_groups(model, weight_decay)
+    for g in groups:
+        g.pop("lars", None)
+        g["base_lr"] = lr
+    loss_params = [p for p in loss_fn.parameters() if p.requires_grad]
+    if loss_params:
+        groups.append({"params": loss_params, "weight_decay": 0.0, "base_lr": loss_lr or lr})
+    return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
 
 
 def warmup_cosine(step: int, total_steps: int, warmup_steps: int, final_fraction: float = 0.0) -> float:
