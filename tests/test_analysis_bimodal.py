@@ -98,3 +98,24 @@ def test_bimodal_verdicts_gather_every_claim_in_order():
     assert len(out) == 9 + 2 + 1 + 1
     assert claims[9].startswith("SogCLR Table 4: two-way") and claims[11].startswith("Figure 1 (right)")
     assert claims[12].startswith("Figure 7 (right)")
+
+
+def test_no_learning_rows_are_read_apart_and_give_the_floors(tmp_path):
+    import json
+
+    from isogclr.analysis.bimodal import collect_bimodal_references, collect_bimodal_runs, no_learning_floors
+
+    for method, seed, own, untrained in (("clip", 0, 20.0, 1.0), ("clip", 1, 22.0, 3.0), ("iso", 0, 21.0, 1.0),
+                                         ("iso", 1, 23.0, 3.0)):
+        run = tmp_path / f"{method}-s{seed}"
+        run.mkdir()
+        run.joinpath("metrics.json").write_text(json.dumps({
+            "retrieval_a_ir_r1": own, "untrained_retrieval_a_ir_r1": untrained, "chance_retrieval_a_ir_r1": 0.5,
+            "synth10_top1": own, "untrained_synth10_top1": 9.0, "chance_synth10_top1": 10.0}))
+    runs = collect_bimodal_runs(tmp_path, ["clip"], [0, 1])
+    assert set(runs.dataset) == {"retrieval_a", "synth10"} and len(runs) == 4  # the prefixed keys are not runs
+    refs = collect_bimodal_references(tmp_path, ["clip", "iso"], [0, 1])
+    assert set(refs.method) == {"chance", "untrained pair"} and len(refs) == 8  # per seed, averaged over methods
+    assert no_learning_floors(refs) == {("retrieval_a", "ir_r1"): 2.0, ("synth10", "top1"): 10.0}
+    empty = collect_bimodal_references(tmp_path, [], [0])
+    assert empty.empty and no_learning_floors(empty) == {}

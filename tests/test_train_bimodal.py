@@ -242,3 +242,29 @@ def test_resume_from_a_checkpoint_of_the_former_layout_moves_its_wall_clock(tmp_
     header = (tmp_path / "run" / "train_log.csv").read_text().splitlines()[0].split(",")
     assert not {"seconds", "samples_per_s"} & set(header)
     assert [r["epoch"] for r in timing.read(_timing_record)] == [1, 2]
+
+
+def test_chance_of_a_random_ranking():
+    from isogclr.eval.retrieval import retrieval_chance, zero_shot_chance
+
+    assert zero_shot_chance(10) == {"top1": 10.0, "top3": 30.0, "top5": 50.0}
+    chance = retrieval_chance(200, 5)
+    assert chance["ir_r1"] == 0.5 and chance["ir_r10"] == 5.0
+    assert chance["tr_r1"] == pytest.approx(0.5)  # 5 of 1,000 captions are the image's
+    assert chance["tr_r5"] == pytest.approx(100 * (1 - (995 * 994 * 993 * 992 * 991) / (1000 * 999 * 998 * 997 * 996)))
+    # a simulation of random rankings agrees
+    g = torch.Generator().manual_seed(0)
+    ranks = torch.stack([torch.randperm(20, generator=g)[:5] for _ in range(20_000)])  # 4 images x 5 captions
+    hits = (ranks < 5).any(1).float().mean().item() * 100  # captions 0-4 belong to the query image
+    assert hits == pytest.approx(retrieval_chance(4, 5, ks=(5,))["tr_r5"], abs=1.0)
+
+
+def test_untrained_baseline_adds_the_no_learning_rows_and_changes_nothing_else(tmp_path, params):
+    cfg = bimodal_run_config(params, "clip", 0)
+    plain = bimodal.train_bimodal_run(cfg, tmp_path / "a", tmp_path / "ckpt_a")
+    both = bimodal.train_bimodal_run(cfg, tmp_path / "b", tmp_path / "ckpt_b", untrained_baseline=True)
+    assert {k: v for k, v in both.items() if not k.startswith(("untrained_", "chance_"))} == plain
+    assert set(both) == set(plain) | {f"untrained_{k}" for k in plain} | {f"chance_{k}" for k in plain}
+    assert both["chance_synth10_top1"] == 10.0 and both["chance_retrieval_a_ir_r1"] == 100 / 12
+    assert all(0 <= both[f"untrained_{k}"] <= 100 for k in plain)
+    assert (tmp_path / "a" / "train_log.csv").read_text() == (tmp_path / "b" / "train_log.csv").read_text()

@@ -202,7 +202,8 @@ def _train_bimodal(args: argparse.Namespace) -> int:
                    for seed in args.seed]
         out = Path("studies")
     for cfg in configs:
-        train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}")
+        train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}",
+                          untrained_baseline=args.untrained_baseline)
     return 0
 
 
@@ -365,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--value", help="the study's knob value for this run (one of bimodal_studies.<study>.values)")
     _add_params(p)
     p.add_argument("--out", default="runs_bimodal", help="where the runs are written")
+    p.add_argument("--untrained-baseline", action="store_true",
+                   help="also the no-learning rows: metrics chance_<metric> and untrained_<metric> (the pair before "
+                        "any image-text step)")
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.set_defaults(func=_train_bimodal)
 

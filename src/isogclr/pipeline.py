@@ -374,7 +374,7 @@ def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inp
     return {
         "matrix": {"method": f"${{bimodal.{key}}}"},
         "cmd": ("${launcher} -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds))
-                + flag),
+                + flag + (" --untrained-baseline" if key == "methods" else "")),
         "deps": [*inputs, *selection, *code],
         "params": list(BIMODAL_PARAMS),
         **_run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),

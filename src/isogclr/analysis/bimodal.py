@@ -45,13 +45,40 @@ def _run_dir(runs_dir: Path | str, method: str, seed: int) -> Path:
     return path
 
 
-def _metric_rows(run: Path) -> list[dict[str, Any]]:
-    """One row (dataset, metric, value) per number of a run's ``metrics.json`` (``retrieval_a_ir_r1``, ...)."""
+# the no-learning rows a run records with ``train-bimodal --untrained-baseline``: metrics.json prefix -> row name
+NO_LEARNING_ROWS = {"chance_": "chance", "untrained_": "untrained pair"}
+
+
+def _metric_rows(run: Path, prefix: str = "") -> list[dict[str, Any]]:
+    """One row (dataset, metric, value) per number of a run's ``metrics.json`` (``retrieval_a_ir_r1``, ...): the
+    run's own (``prefix`` ""), or one of its no-learning rows (``prefix`` a key of :data:`NO_LEARNING_ROWS`)."""
     rows = []
     for key, value in json.loads((run / "metrics.json").read_text()).items():
+        if prefix and not key.startswith(prefix) or not prefix and key.startswith(tuple(NO_LEARNING_ROWS)):
+            continue
+        key = key[len(prefix):]
         metric = next(x for x in (*RETRIEVAL_METRICS, *ZEROSHOT_METRICS) if key.endswith(f"_{x}"))
         rows.append({"dataset": key[:-len(metric) - 1], "metric": metric, "value": value})
     return rows
+
+
+def collect_bimodal_references(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
+    """The no-learning rows (:data:`NO_LEARNING_ROWS`: chance, the untrained pair of encoders) recorded by the runs
+    of ``methods`` x ``seeds``, as a long table like :func:`collect_bimodal_runs` whose ``method`` is the row's
+    name, one row per (seed, dataset, metric): the mean over the methods' runs of that seed (the untrained pair
+    depends on the seed only). Empty when no run recorded them."""
+    rows = [{"method": name, "seed": s, **row} for prefix, name in NO_LEARNING_ROWS.items() for m in methods
+            for s in seeds for row in _metric_rows(_run_dir(runs_dir, m, s), prefix)]
+    frame = pd.DataFrame(rows, columns=["method", "seed", "dataset", "metric", "value"])
+    return frame.groupby(["method", "seed", "dataset", "metric"], as_index=False, sort=False)["value"].mean()
+
+
+def no_learning_floors(references: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(dataset, metric) -> the better of chance and the untrained pair's mean over seeds: a comparison's floor."""
+    if references.empty:
+        return {}
+    means = references.groupby(["dataset", "metric", "method"])["value"].mean()
+    return {(str(d), str(m)): float(v) for (d, m), v in means.groupby(level=["dataset", "metric"]).max().items()}
 
 
 def collect_bimodal_runs(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:

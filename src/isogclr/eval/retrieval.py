@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -46,3 +48,20 @@ def zero_shot_accuracy(image_x: torch.Tensor, labels: torch.Tensor, class_x: tor
     top = logits.topk(max(ks), dim=1).indices
     hits = top == labels[:, None]
     return {f"top{k}": 100.0 * hits[:, :k].any(1).float().mean().item() for k in ks}
+
+
+def retrieval_chance(num_images: int, captions_per_image: int, ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, float]:
+    """Recall@K (%) of a random ranking, keyed as :func:`retrieval_recall`: IR (a caption's one image among
+    ``num_images``) k / N; TR (any of an image's ``captions_per_image`` among all N x c captions)
+    1 - C(Nc - c, k) / C(Nc, k)."""
+    n_text = num_images * captions_per_image
+    out = {}
+    for k in ks:
+        out[f"ir_r{k}"] = 100.0 * min(k, num_images) / num_images
+        out[f"tr_r{k}"] = 100.0 * (1 - math.comb(n_text - captions_per_image, k) / math.comb(n_text, k))
+    return out
+
+
+def zero_shot_chance(num_classes: int, ks: tuple[int, ...] = (1, 3, 5)) -> dict[str, float]:
+    """Top-k accuracy (%) of a random class ranking, keyed as :func:`zero_shot_accuracy`: k / C."""
+    return {f"top{k}": 100.0 * min(k, num_classes) / num_classes for k in ks}

@@ -46,7 +46,13 @@ from ..data.augment import crop_flip_augmentation
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
 from ..data.splits import holdout_pairs
 from ..data.streaming import check_distinct, pair_transform
-from ..eval.retrieval import class_embeddings, retrieval_recall, zero_shot_accuracy
+from ..eval.retrieval import (
+    class_embeddings,
+    retrieval_chance,
+    retrieval_recall,
+    zero_shot_accuracy,
+    zero_shot_chance,
+)
 from ..io import csv_text, save_json, save_text, save_torch
 from ..models.bimodal import BimodalModel, build_tokenizer, image_normalization, tokenize, trim
 from . import distributed
@@ -136,6 +142,16 @@ class Evaluator:
         zs = self.data.zeroshot[name]
         prompts = self.texts_of(model, *self.prompts[name]).split(len(zs.templates))
         return zero_shot_accuracy(self.images(model, zs.images), zs.labels, class_embeddings(list(prompts)))
+
+    def chance(self) -> dict[str, float]:
+        """Every metric of :meth:`__call__` for a random ranking (the no-learning row of the image-text tables)."""
+        out = {}
+        for name, ret in self.data.retrieval.items():
+            per_image = len(ret.captions) // len(ret.images)
+            out.update({f"{name}_{k}": v for k, v in retrieval_chance(len(ret.images), per_image).items()})
+        for name, zs in self.data.zeroshot.items():
+            out.update({f"{name}_{k}": v for k, v in zero_shot_chance(len(zs.classnames)).items()})
+        return out
 
     def __call__(self, model: BimodalModel, only_first_retrieval: bool = False) -> dict[str, float]:
         was_training = model.training
@@ -248,8 +264,12 @@ def _describe(row: dict) -> str:
             else "")
 
 
-def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> dict:
+def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untrained_baseline: bool = False) -> dict:
     """Train ``cfg`` and evaluate it; return the metrics written to ``out_dir/metrics.json``.
+
+    ``untrained_baseline``: also the no-learning rows of the image-text tables, ``chance_<metric>`` (a random
+    ranking) and ``untrained_<metric>`` (the pair of encoders before any image-text step: the image encoder as
+    loaded, the text encoder and projections as initialized by the seed).
 
     Under torchrun (``launcher`` in params.yaml) rank 0 writes checkpoints and outputs and every rank returns
     its metrics (see :class:`_BimodalTask` for the distributed batch).
@@ -276,6 +296,10 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
         raise ValueError(f"bimodal.batch_size={t.batch_size} exceeds the {n} training pairs of {t.data}")
     tokenizer = build_tokenizer(cfg.text_encoder, data.train.captions)
     task = _BimodalTask(cfg, data, tokenizer, Evaluator(data, tokenizer, cfg, device), ctx, pairs)
+    baseline = {}
+    if untrained_baseline and ctx.is_main:  # before fit: the initial model (a checkpoint is loaded by fit)
+        baseline = {f"untrained_{k}": v for k, v in task.evaluator(task.model).items()}
+        baseline.update({f"chance_{k}": v for k, v in task.evaluator.chance().items()})
     log_rows = fit(task, total_steps=task.steps_per_epoch * t.epochs, warmup_steps=t.warmup_iters,
                    final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
@@ -283,7 +307,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path) -> d
                    on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir))
     metrics = None
     if ctx.is_main:
-        metrics = task.evaluator(task.model)
+        metrics = {**task.evaluator(task.model), **baseline}
         _write_outputs(cfg, out_dir, task.model, task.loss_fn, tokenizer, data, log_rows, metrics)
         (ckpt_dir / "checkpoint.pt").unlink(missing_ok=True)
         summary = ", ".join(f"{k} {v:.1f}" for k, v in metrics.items() if k.endswith(("_ir_r1", "_tr_r1", "_top1")))
