@@ -223,7 +223,7 @@ BOTH_WARMUPS = r"train\.optimizer\.warmup_epochs \(.*\) and train\.optimizer\.wa
     ({"warmup_epochs": 1, "warmup_iters": 10}, BOTH_WARMUPS),
     ({"warmup_iters": 10}, BOTH_WARMUPS),  # warmup_epochs defaults to 10: a step count alone needs warmup_epochs: 0
     ({"warmup_epochs": 0, "warmup_iters": -1}, r"train\.optimizer\.warmup_iters must be an integer >= 0"),
-    ({"warmup_epochs": 0, "warmup_iters": 2.5}, r"train\.optimizer\.warmup_iters must be an integer >= 0"),
+    ({"warmup_epochs": 0, "warmup_iters": 2.5}, r"train\.optimizer\.warmup_iters: expected an integer, got 2\.5"),
 ])
 def test_warmup_epochs_and_iters_are_exclusive(smoke_params, optimizer, message):
     """A params.yaml that sets both warm-up lengths, or a bad warmup_iters, fails before any compute."""

@@ -54,7 +54,7 @@ from isogclr.analysis.ladder import (
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, profile_name, references_spec, study_spec, tuning_spec
+from isogclr.config import load_params, profile_name, study_spec, table_spec, tuning_spec
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")
@@ -94,16 +94,18 @@ print(caption)
 display(table)
 # how much was learned: the ladders' datasets' reference rows (the `references` stages; supervised at the
 # dataset's Table 1 budget), whose no-learning floor also bounds every comparison below
-ref_spec = references_spec(params)
-ladder_datasets = [d for d in dict.fromkeys(ladder["spec"].dataset for ladder in ladders.values())
-                   if d in ref_spec.datasets]
+ref_spec = table_spec(params, "references")  # None: a profile without reference rows
+ladder_datasets = [] if ref_spec is None else [d for d in dict.fromkeys(ladder["spec"].dataset
+                                                                        for ladder in ladders.values())
+                                               if d in ref_spec.datasets]
 references = reference_rows(runs_dir, ladder_datasets, ref_spec.seeds) if ladder_datasets else None
-if references is not None:
-    write_table(references.round(2).reset_index(), Path(reports_dir) / "tables" / "budget_ladder_references",
-                "Reference rows of the ladders' datasets, linear-probe top-1 (%): chance, the raw-pixel probe, the "
-                "random-init probe (mean of its initializations), the floor (the better of those two) and the "
-                "supervised reference (same encoder, at the dataset's pre-training epochs)")
-    display(references.round(2))
+reference_table = (pd.DataFrame({"note": ["no reference rows for the ladders' datasets in this profile"]})
+                   if references is None else references.round(2).reset_index())
+write_table(reference_table, Path(reports_dir) / "tables" / "budget_ladder_references",
+            "Reference rows of the ladders' datasets, linear-probe top-1 (%): chance, the raw-pixel probe, the "
+            "random-init probe (mean of its initializations), the floor (the better of those two) and the "
+            "supervised reference (same encoder, at the dataset's pre-training epochs)")
+display(reference_table)
 
 # %% [markdown]
 # ## Accuracy, gaps and the tau-frequency correlation against the budget

@@ -39,8 +39,7 @@ from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, e
 from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure, write_table
 from isogclr.analysis.testbed import reference_runs
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import (load_params, pretraining_epochs, profile_name, references_spec, run_id, study_spec,
-                            table_spec)
+from isogclr.config import load_params, pretraining_epochs, profile_name, run_id, study_spec, table_spec
 
 params = load_params(params_path)
 profile = profile_name(params)
@@ -49,8 +48,8 @@ runs = collect_runs(runs_dir, spec.methods, spec.datasets, spec.seeds)
 ours = mean_std(runs)
 # reference rows (chance, raw-pixel and random-init probes, the supervised reference: the `references` stages),
 # shown below the methods; their no-learning probes are the floor of every comparison
-ref_spec = references_spec(params)
-references = reference_runs(runs_dir, ref_spec.datasets, ref_spec.seeds)
+ref_spec = table_spec(params, "references")  # None: a profile without reference rows
+references = None if ref_spec is None else reference_runs(runs_dir, ref_spec.datasets, ref_spec.seeds)
 floors = no_learning_floors(references)
 table = table1_table(ours, spec, references)
 epochs = {d: pretraining_epochs(params, dataset=d) for d in spec.datasets}  # as the runs resolve them

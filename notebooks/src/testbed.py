@@ -44,16 +44,19 @@ from isogclr.analysis.testbed import (
     thresholds,
 )
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, references_spec
+from isogclr.config import load_params, table_spec
 
 params = load_params(params_path)
-spec = references_spec(params)
-references = reference_rows(runs_dir, spec.datasets, spec.seeds)
-simclr = method_scores(params, "simclr", spec.datasets, runs_dir, studies_dir)
-lenient = [d for d in spec.datasets if d.startswith("fashion_mnist")]  # raw pixels are strong there
-checks = thresholds(simclr["top1"].to_dict(), references, raw_pixels_only=lenient)
-table = references.join(simclr.rename(columns={"top1": "simclr", "runs": "simclr runs"})).join(
-    checks[["needs at least", "needs at most", "position", "holds"]])
+spec = table_spec(params, "references")  # None: a profile without reference rows (its tables say so)
+if spec is not None:
+    references = reference_rows(runs_dir, spec.datasets, spec.seeds)
+    simclr = method_scores(params, "simclr", spec.datasets, runs_dir, studies_dir)
+    lenient = [d for d in spec.datasets if d.startswith("fashion_mnist")]  # raw pixels are strong there
+    checks = thresholds(simclr["top1"].to_dict(), references, raw_pixels_only=lenient)
+    table = references.join(simclr.rename(columns={"top1": "simclr", "runs": "simclr runs"})).join(
+        checks[["needs at least", "needs at most", "position", "holds"]])
+else:
+    table = pd.DataFrame(columns=["dataset", "raw pixels", "random init", "simclr", "supervised"]).set_index("dataset")
 write_table(table.round(2).reset_index(), Path(reports_dir) / "tables" / "testbed_references",
             "Linear-probe top-1 (%) on each test split: the no-learning rows (floor: the better of the raw-pixel "
             "probe and the mean random-init probe), the supervised reference, SimCLR, and the calibration's "
@@ -62,7 +65,7 @@ write_table(table.round(2).reset_index(), Path(reports_dir) / "tables" / "testbe
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
-x = range(len(table))
+x = range(len(table))  # an empty figure when the profile has no reference rows
 for offset, (column, colour) in zip((-0.3, -0.1, 0.1, 0.3), (("raw pixels", "#bbbbbb"), ("random init", "#888888"),
                                                               ("simclr", "#1f77b4"), ("supervised", "#2ca02c"))):
     ax.bar([i + offset for i in x], table[column], width=0.2, color=colour, label=column)

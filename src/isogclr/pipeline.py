@@ -396,7 +396,8 @@ def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], roo
                  *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper), *report.reads,
                  *(f"tuning/{m}/{f}" for m in tuned for f in ("candidates.csv", "selected.json")),
                  *(f"studies/{study}" for study, _ in studies)],
-        "params": [*report.params, *([selection] if selection else []),
+        # a section the profile does not have (the references of a profile without them) is not a parameter
+        "params": [*(p for p in report.params if p.split(".")[0] in params), *([selection] if selection else []),
                    *(f"{section}.{study}" for study, section in studies)],
         "outs": [{out: {"cache": False}} for out in outs],
     }

@@ -81,6 +81,11 @@ class HostStateLoss(nn.Module):
             host.index_copy_(0, rows, self._window_buffer(name).to("cpu"))
         return loss
 
+    def temperatures(self) -> dict[str, torch.Tensor]:
+        """The loss's temperatures (:meth:`~isogclr.losses.base.ContrastiveLoss.temperatures`), the per-pair ones
+        read from the host state (the window holds only the last batch's rows)."""
+        return {name: self.host.get(name, value) for name, value in self.window.temperatures().items()}
+
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
         state = self.window.state_dict(keep_vars=keep_vars)
         state.update({name: host for name, host in self.host.items()})
