@@ -29,7 +29,9 @@ def _timing_record(tmp_path):
 
 @pytest.fixture(scope="session")
 def smoke_params() -> dict:
-    return yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text())
+    from isogclr.config import load_params
+
+    return load_params(ROOT / "profiles" / "smoke.yaml")  # an overlay of the mini profile, merged
 
 
 @pytest.fixture(scope="session")

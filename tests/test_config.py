@@ -52,7 +52,7 @@ def test_invalid_values_name_their_key(smoke_params, edit, key):
 def test_run_config_resolves(smoke_params):
     cfg = run_config(smoke_params, "isogclr", "synth10", 3)
     assert cfg.run_id == "isogclr-synth10-s3"
-    assert cfg.method.loss == "isogclr" and cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["rho"]
+    assert cfg.method.loss == "isogclr" and cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["search"][0]["rho"]
     assert cfg.to_dict()["encoder"]["width"] == smoke_params["model"]["encoder"]["width"]
 
 
@@ -238,11 +238,12 @@ def test_method_settings_are_the_runs_kwargs(smoke_params):
 
     params = copy.deepcopy(smoke_params)
     settings = method_settings(params, "isogclr")
-    expected = {k: v for k, v in params["methods"]["isogclr"].items() if k != "loss"}
+    block = params["methods"]["isogclr"]  # a tuned method: its untuned runs take candidate `untuned` (0)
+    expected = {**{k: v for k, v in block.items() if k not in ("loss", "search")}, **block["search"][0]}
     assert settings == expected == run_config(params, "isogclr", "synth10", 0).method.kwargs
     settings["rho"] = 123.0  # a copy: the params are not modified
-    assert method_settings(params, "isogclr")["rho"] == params["methods"]["isogclr"]["rho"] != 123.0
-    params["methods"]["isogclr"]["rho"] = -0.1
+    assert method_settings(params, "isogclr")["rho"] == block["search"][0]["rho"] != 123.0
+    params["methods"]["isogclr"]["tau_min"] = -0.1
     with pytest.raises(ConfigError, match="^methods.isogclr"):
         method_settings(params, "isogclr")
     with pytest.raises(ConfigError, match="^methods.nope: not defined"):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from isogclr.config import profile_text
 
 from .conftest import ROOT, tracked_copy
 
@@ -20,7 +21,7 @@ BIN = Path(sys.executable).parent
 @pytest.mark.slow
 def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     repo = tracked_copy(tmp_path / "repo")
-    shutil.copy(repo / "profiles" / "smoke.yaml", repo / "params.yaml")
+    (repo / "params.yaml").write_text(profile_text(repo / "profiles" / "smoke.yaml"))  # `make repro PROFILE=smoke`
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
     # what `make repro` runs: DVC, two stages at a time, then a plain `dvc repro` that finds nothing left
     run = subprocess.run([sys.executable, "-m", "isogclr", "repro", "--jobs", "2"], cwd=repo, env=env,
@@ -125,7 +126,7 @@ def test_dvc_config_disables_analytics():
 def test_paper_profile_dag_builds_without_running(tmp_path):
     """The paper profile validates and its DAG (every table section's methods x datasets x seeds + reports) is built."""
     repo = tracked_copy(tmp_path / "repo")
-    shutil.copy(repo / "profiles" / "paper.yaml", repo / "params.yaml")
+    (repo / "params.yaml").write_text(profile_text(repo / "profiles" / "paper.yaml"))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run([sys.executable, "-m", "isogclr", "validate", "--skip-data"], cwd=repo, env=env, check=True,
                    capture_output=True)
