@@ -76,19 +76,29 @@ def test_a_knob_set_beside_its_search_space_is_refused(smoke_params):
 
 
 def _set(params_file, key: str, value: str) -> None:
-    """What `dvc exp run -S key=value` does to params.yaml before it reruns the stages (a YAML value)."""
-    params = yaml.safe_load(params_file.read_text())
-    node = params
-    *parents, leaf = key.split(".")
-    for part in parents:
-        node = node[part]
-    node[leaf] = yaml.safe_load(value)
-    params_file.write_text(yaml.safe_dump(params, sort_keys=False))
+    """What `dvc exp run -S key=value` does to params.yaml before it reruns the stages (DVC's own function)."""
+    from dvc.utils.hydra import apply_overrides
+
+    apply_overrides(str(params_file), [f"{key}={value}"])
+
+
+def test_dvc_set_param_keeps_params_yaml_readable_and_refuses_a_searched_knob(tmp_path):
+    params_file = tmp_path / "params.yaml"
+    params_file.write_text((ROOT / "params.yaml").read_text())
+    _set(params_file, "methods.isogclr.tau_min", "0.02")  # DVC rewrites the file: no YAML alias may break it
+    assert load_params(params_file)["methods"]["isogclr"]["tau_min"] == 0.02
+    from dvc.exceptions import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError):  # rho is written once, in the search space: DVC finds no such key
+        _set(params_file, "methods.isogclr.rho", "0.4")
+    _set(params_file, "+methods.isogclr.rho", "0.4")  # added anyway: refused before any compute, naming the key
+    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: also a knob of methods.isogclr.search"):
+        validate_params(load_params(params_file))
 
 
 @pytest.mark.parametrize(("key", "value", "method", "knob", "expected"), [
     ("methods.isogclr.tau_min", "0.02", "isogclr", "tau_min", 0.02),  # the header's ablation
-    ("methods.simclr.search.tau", "[0.1, 0.5]", "simclr", "tau", 0.5),  # a searched knob: its candidates
+    ("methods.simclr.search.tau", "[0.1,0.5]", "simclr", "tau", 0.5),  # a searched knob: its candidates
 ])
 def test_dvc_exp_run_set_changes_the_runs_it_names(tmp_path, smoke_params, key, value, method, knob, expected):
     """The examples of params.yaml's header on the smoke profile: the resolved config (artifacts/config.json is
