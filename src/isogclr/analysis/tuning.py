@@ -1,6 +1,6 @@
 """The hyper-parameter selection on a validation split, read back from ``tuning/<method>/``.
 
-Every tuned method (a key of ``tuning.methods`` in params.yaml, which maps a method to its search space: a
+Every tuned method (listed in ``tuning.methods`` of params.yaml; its search space is ``methods.<m>.search``: a
 grid ``{knob: [values]}`` or a list of candidates ``[{knob: value}, ...]``) is given the same budget:
 ``tuning.candidates`` candidates from its space, each trained ``tuning.epochs`` epochs on ``tuning.dataset``
 with ``tuning.validation_fraction`` of the training set held out, at ``tuning.seeds``; the test split is not
