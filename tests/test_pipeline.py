@@ -91,8 +91,10 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     distributed.write_text(original)
 
     # an ablation knob of one method invalidates only that method's runs
-    params = (repo / "params.yaml").read_text().replace("    rho: 0.3", "    rho: 0.5", 1)
-    (repo / "params.yaml").write_text(params)
+    params = (repo / "params.yaml").read_text()
+    from dvc.utils.hydra import apply_overrides  # what `dvc exp run -S` does to params.yaml
+
+    apply_overrides(str(repo / "params.yaml"), ["methods.isogclr.tau_min=0.02"])
     status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
     # a family's stage is addressed as pipelines/<family>/dvc.yaml:<stage>@<item>: keep <stage>@<item>
     changed = [line.rstrip(":").rpartition(".yaml:")[2] for line in status.stdout.splitlines()
@@ -102,7 +104,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert runs and all(c.partition("@")[2].split("-")[0] == "isogclr" for c in runs), status.stdout
     assert "train@isogclr-synth10" in runs and "study_rho@isogclr-0" in runs and "tune@isogclr" in runs
     assert set(changed) - set(runs) <= {"ablations", "rgcl_analysis", "budget_ladder"}, status.stdout
-    (repo / "params.yaml").write_text(params.replace("    rho: 0.5", "    rho: 0.3", 1))
+    (repo / "params.yaml").write_text(params)
 
     # a clone of the repro'd repository is a replica: every output a stage declares is in git (the generated
     # data come back from their manifests when a run needs them), so nothing is out of date
