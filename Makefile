@@ -56,7 +56,7 @@ data-packages:
 		exit 1; fi
 
 repro: setup
-	@if [ -n "$(PROFILE)" ]; then cp profiles/$(PROFILE).yaml params.yaml && echo "params.yaml <- profiles/$(PROFILE).yaml"; fi
+	@if [ -n "$(PROFILE)" ]; then $(BIN)/python -m isogclr profile $(PROFILE); fi
 	$(BIN)/python -m isogclr validate --params params.yaml
 	$(BIN)/python -m isogclr repro --jobs $(JOBS)$(if $(filter-out 0,$(FORCE)), --force)
 

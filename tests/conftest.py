@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -29,7 +28,9 @@ def _timing_record(tmp_path):
 
 @pytest.fixture(scope="session")
 def smoke_params() -> dict:
-    return yaml.safe_load((ROOT / "profiles" / "smoke.yaml").read_text())
+    from isogclr.config import load_params
+
+    return load_params(ROOT / "profiles" / "smoke.yaml")  # an overlay of the mini profile, merged
 
 
 @pytest.fixture(scope="session")

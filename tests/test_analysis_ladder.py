@@ -169,11 +169,12 @@ def test_two_seeds_are_not_enough(tmp_path, smoke_params):
 def _tuning(params: dict, root: Path) -> dict:
     params = copy.deepcopy(params)
     params["tuning"] = {"dataset": "synth10_lt", "epochs": 20, "validation_fraction": 0.2, "seeds": [0, 1],
-                        "candidates": 2,
-                        "methods": {"simclr": {"tau": [0.1, 0.3]},
-                                    "isogclr": [{"rho": 0.3, "tau_init": 0.7}, {"rho": 0.4, "tau_init": 0.1}]}}
+                        "candidates": 2, "methods": ["simclr", "isogclr"]}
+    spaces = {"simclr": {"tau": [0.1, 0.3]}, "isogclr": [{"rho": 0.3, "tau_init": 0.7}, {"rho": 0.4, "tau_init": 0.1}]}
+    for method, space in spaces.items():  # each method's search space lives with it (untuned: smoke's)
+        params["methods"][method]["search"] = space
     scores = {"simclr": [[40.0, 42.0], [45.0, 47.0]], "isogclr": [[50.0, 50.0], [44.0, 46.0]]}
-    for method, space in params["tuning"]["methods"].items():
+    for method, space in spaces.items():
         candidates = ([{"tau": t} for t in space["tau"]] if isinstance(space, dict) else space)
         rows = [{"candidate": i, **c, "seed": s, "val_top1": scores[method][i][s]}
                 for i, c in enumerate(candidates) for s in (0, 1)]
@@ -196,10 +197,9 @@ def test_selection_table(tmp_path, smoke_params):
     assert (simclr["val top-1 selected"], simclr["val top-1 best"], simclr["val top-1 worst"]) == (46.0, 46.0, 41.0)
     assert isogclr["search space"] == "2 listed over rho ∈ {0.3, 0.4}; tau_init ∈ {0.1, 0.7}"
     assert isogclr["selected"] == "rho=0.3, tau_init=0.7" and isogclr["replaces in params.yaml"] == "—"
-    params["methods"]["isogclr"]["tau_init"] = 0.3
-    del params["methods"]["isogclr"]["rho"]
+    params["methods"]["isogclr"]["untuned"] = 1  # the untuned runs' candidate: what the selection replaces
     assert selection_table(params, tmp_path / "tuning").loc["isogclr", "replaces in params.yaml"] == \
-        "rho: default → 0.3; tau_init: 0.3 → 0.7"
+        "rho: 0.4 → 0.3; tau_init: 0.1 → 0.7"
     candidates = candidates_table(params, tmp_path / "tuning")
     assert list(candidates.columns) == ["method", "candidate", "tau", "rho", "tau_init", "seeds", "val_top1",
                                         "selected"]

@@ -52,7 +52,8 @@ def test_invalid_values_name_their_key(smoke_params, edit, key):
 def test_run_config_resolves(smoke_params):
     cfg = run_config(smoke_params, "isogclr", "synth10", 3)
     assert cfg.run_id == "isogclr-synth10-s3"
-    assert cfg.method.loss == "isogclr" and cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["rho"]
+    assert cfg.method.loss == "isogclr"
+    assert cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["search"][0]["rho"]  # untuned: 0
     assert cfg.to_dict()["encoder"]["width"] == smoke_params["model"]["encoder"]["width"]
 
 
@@ -95,7 +96,7 @@ def test_study_run_config_sets_the_knob_and_overrides(smoke_params):
     assert cfg.run_id == "rho/isogclr-0.4-s0"
     assert cfg.method.kwargs["rho"] == 0.4 and cfg.dataset == params["studies"]["rho"]["dataset"]
     assert cfg.train.epochs == 3  # the study's train.epochs replaces epochs_by_dataset
-    assert params["methods"]["isogclr"]["rho"] != 0.4  # params are not modified
+    assert "rho" not in params["methods"]["isogclr"]  # params are not modified (rho is searched)
     batch = study_run_config(params, "batch_size", "sogclr", 32, 0)
     assert batch.train.batch_size == 32 and batch.run_id == "batch_size/sogclr-32-s0"
 
@@ -238,11 +239,12 @@ def test_method_settings_are_the_runs_kwargs(smoke_params):
 
     params = copy.deepcopy(smoke_params)
     settings = method_settings(params, "isogclr")
-    expected = {k: v for k, v in params["methods"]["isogclr"].items() if k != "loss"}
+    block = params["methods"]["isogclr"]  # a tuned method: its untuned runs take candidate `untuned` (0)
+    expected = {**{k: v for k, v in block.items() if k not in ("loss", "search")}, **block["search"][0]}
     assert settings == expected == run_config(params, "isogclr", "synth10", 0).method.kwargs
     settings["rho"] = 123.0  # a copy: the params are not modified
-    assert method_settings(params, "isogclr")["rho"] == params["methods"]["isogclr"]["rho"] != 123.0
-    params["methods"]["isogclr"]["rho"] = -0.1
+    assert method_settings(params, "isogclr")["rho"] == block["search"][0]["rho"] != 123.0
+    params["methods"]["isogclr"]["tau_min"] = -0.1
     with pytest.raises(ConfigError, match="^methods.isogclr"):
         method_settings(params, "isogclr")
     with pytest.raises(ConfigError, match="^methods.nope: not defined"):

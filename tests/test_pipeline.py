@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from isogclr.config import profile_text
 
 from .conftest import ROOT, tracked_copy
 
@@ -20,7 +21,7 @@ BIN = Path(sys.executable).parent
 @pytest.mark.slow
 def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     repo = tracked_copy(tmp_path / "repo")
-    shutil.copy(repo / "profiles" / "smoke.yaml", repo / "params.yaml")
+    (repo / "params.yaml").write_text(profile_text(repo / "profiles" / "smoke.yaml"))  # `make repro PROFILE=smoke`
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
     # what `make repro` runs: DVC, two stages at a time, then a plain `dvc repro` that finds nothing left
     run = subprocess.run([sys.executable, "-m", "isogclr", "repro", "--jobs", "2"], cwd=repo, env=env,
@@ -90,8 +91,10 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     distributed.write_text(original)
 
     # an ablation knob of one method invalidates only that method's runs
-    params = (repo / "params.yaml").read_text().replace("    rho: 0.3", "    rho: 0.5", 1)
-    (repo / "params.yaml").write_text(params)
+    params = (repo / "params.yaml").read_text()
+    from dvc.utils.hydra import apply_overrides  # what `dvc exp run -S` does to params.yaml
+
+    apply_overrides(str(repo / "params.yaml"), ["methods.isogclr.tau_min=0.02"])
     status = subprocess.run([str(BIN / "dvc"), "status"], cwd=repo, env=env, capture_output=True, text=True)
     # a family's stage is addressed as pipelines/<family>/dvc.yaml:<stage>@<item>: keep <stage>@<item>
     changed = [line.rstrip(":").rpartition(".yaml:")[2] for line in status.stdout.splitlines()
@@ -101,7 +104,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     assert runs and all(c.partition("@")[2].split("-")[0] == "isogclr" for c in runs), status.stdout
     assert "train@isogclr-synth10" in runs and "study_rho@isogclr-0" in runs and "tune@isogclr" in runs
     assert set(changed) - set(runs) <= {"ablations", "rgcl_analysis", "budget_ladder"}, status.stdout
-    (repo / "params.yaml").write_text(params.replace("    rho: 0.5", "    rho: 0.3", 1))
+    (repo / "params.yaml").write_text(params)
 
     # a clone of the repro'd repository is a replica: every output a stage declares is in git (the generated
     # data come back from their manifests when a run needs them), so nothing is out of date
@@ -125,7 +128,7 @@ def test_dvc_config_disables_analytics():
 def test_paper_profile_dag_builds_without_running(tmp_path):
     """The paper profile validates and its DAG (every table section's methods x datasets x seeds + reports) is built."""
     repo = tracked_copy(tmp_path / "repo")
-    shutil.copy(repo / "profiles" / "paper.yaml", repo / "params.yaml")
+    (repo / "params.yaml").write_text(profile_text(repo / "profiles" / "paper.yaml"))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run([sys.executable, "-m", "isogclr", "validate", "--skip-data"], cwd=repo, env=env, check=True,
                    capture_output=True)

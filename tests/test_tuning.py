@@ -22,7 +22,8 @@ from isogclr.data.splits import validation_positions
 def _tiny(smoke_params, smoke_data) -> dict:
     params = copy.deepcopy(smoke_params)
     params["data"]["root"] = str(smoke_data)
-    params["tuning"]["methods"] = {"simclr": {"tau": [0.2, 0.3]}, "isogclr": params["tuning"]["methods"]["isogclr"]}
+    params["tuning"]["methods"] = ["simclr", "isogclr"]
+    params["methods"]["simclr"]["search"] = {"tau": [0.2, 0.3]}
     return params
 
 
@@ -40,20 +41,21 @@ def test_validation_split_is_stratified_disjoint_and_the_same_for_every_run():
 def test_every_method_gets_the_same_number_of_candidates(smoke_params):
     params = copy.deepcopy(smoke_params)
     assert tuning_candidates(params, "simclr") == [{"tau": 0.2}, {"tau": 0.3}]
-    params["tuning"]["methods"]["simclr"] = {"tau": [0.1, 0.2, 0.3]}  # a grid larger than the budget: sampled
+    params["methods"]["simclr"]["search"] = {"tau": [0.1, 0.2, 0.3]}  # a grid larger than the budget: sampled
     assert len(tuning_candidates(params, "simclr")) == 2
     assert tuning_candidates(params, "simclr") == tuning_candidates(params, "simclr")  # seeded
-    params["tuning"]["methods"]["isogclr"] = [{"rho": 0.3}]
-    with pytest.raises(ConfigError, match=r"tuning.methods.isogclr: 1 candidates.*same budget"):
+    params["methods"]["isogclr"]["search"] = [{"rho": 0.3}]
+    with pytest.raises(ConfigError, match=r"methods.isogclr.search: 1 candidates.*same budget"):
         validate_params(params)
-    params["tuning"]["methods"]["isogclr"] = [{"rho": 0.3}, {"rho": -1.0}]
+    params["methods"]["isogclr"]["search"] = [{"rho": 0.3}, {"rho": -1.0}]
     with pytest.raises(ConfigError, match=r"candidate 1"):
         validate_params(params)
 
 
 def test_a_tuned_section_needs_every_method_tuned(smoke_params):
     params = copy.deepcopy(smoke_params)
-    del params["tuning"]["methods"]["sogclr_official"]
+    params["tuning"]["methods"].remove("sogclr_official")
+    params["methods"]["sogclr_official"] = {"loss": "sogclr", "tau": 0.3}
     with pytest.raises(ConfigError, match=r"table1.tuned: \['sogclr_official'\]"):
         validate_params(params)
 
@@ -102,7 +104,7 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
 
     tuned = with_selection(params, "simclr", tmp_path / "tuning")
     assert run_config(tuned, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3
-    assert run_config(params, "simclr", "synth10", 0).method.kwargs["tau"] == params["methods"]["simclr"]["tau"]
+    assert run_config(params, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3  # untuned: candidate 1
     with pytest.raises(ConfigError, match=r"tuning/isogclr/selected.json: not found.*tune@isogclr"):
         with_selection(params, "isogclr", tmp_path / "tuning")
 
@@ -196,7 +198,7 @@ def test_bimodal_runs_and_the_selection_sections_are_validated(smoke_params):
     with pytest.raises(ConfigError, match=r"bimodal.tuned: \['cyclip'\] have no search space under bimodal_tuning"):
         validate_params(bad)
     both = copy.deepcopy(params)
-    both["tuning"]["methods"]["clip"] = {"tau": [0.1, 0.2]}
+    both["tuning"]["methods"].append("clip")
     with pytest.raises(ConfigError, match=r"bimodal_tuning.methods: \['clip'\] also under tuning.methods"):
         validate_params(both)
     no_data = copy.deepcopy(params)

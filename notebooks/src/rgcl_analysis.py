@@ -23,10 +23,12 @@
 # known semantics: unit features around 10 random class centres with long-tailed class frequencies
 # (head / tail = 100, like CIFAR-LT); 1000 random negatives; the frequent anchor is from the head class
 # (~40% of the negatives share its class), the rare anchor from the tail class (almost none do).
-# `rho_semantics` and `global_tau` default to our training's iSogCLR rho and SimCLR/SogCLR tau (`params.yaml`).
+# `rho_semantics` and `global_tau` are our training's iSogCLR rho and SimCLR/SogCLR tau, as the runs that are not
+# tuned get them from `params_path` (`methods.isogclr`, `methods.simclr`); without it, the values below.
 
 # %% tags=["parameters"]
 reports_dir = "reports"
+params_path = None  # params.yaml: rho_semantics and global_tau from its methods
 # Figure 2: the paper's example radius, and the KL boundaries drawn
 rho = 0.2
 rhos = [0.1, 0.2, 0.4]
@@ -44,6 +46,11 @@ from pathlib import Path
 from isogclr.analysis.report import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
+if params_path is not None:
+    from isogclr.config import load_params, method_settings
+
+    rho_semantics = method_settings(load_params(params_path), "isogclr")["rho"]
+    global_tau = method_settings(load_params(params_path), "simclr")["tau"]
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -46,6 +46,17 @@ def _device_warnings(params: dict) -> list[str]:
             for s, d in devices.items()]
 
 
+def _profile(args: argparse.Namespace) -> int:
+    from .config import load_params, profile_text, validate_params
+    from .io import save_text
+
+    source = Path(args.profiles) / f"{args.name}.yaml"
+    validate_params(load_params(source))
+    save_text(profile_text(source), Path(args.out))
+    print(f"{args.out} <- {source}" + ("" if args.name == "mini" else " (merged onto its base profile)"))
+    return 0
+
+
 def _synthetic(args: argparse.Namespace) -> int:
     from .config import load_params, synthetic_spec
     from .data.manifest import SYNTHETIC, manifest_path, spec_dict, write_manifest
@@ -295,6 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_params(p)
     p.add_argument("--skip-data", action="store_true", help="check the parameters only, not the datasets on disk")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("profile", help="write params.yaml as the full profile <name> (profiles/<name>.yaml, "
+                                       "merged onto the profile it extends), validated")
+    p.add_argument("name", help="a profile: mini, smoke, paper (profiles/<name>.yaml)")
+    p.add_argument("--profiles", default="profiles", help="the folder of the profiles")
+    p.add_argument("--out", default="params.yaml", help="the file written")
+    p.set_defaults(func=_profile)
 
     p = sub.add_parser("synthetic", help="generate the synthetic image datasets (data.synthetic)")
     _add_params(p)

@@ -108,8 +108,8 @@ REPORTS: dict[str, Report] = {
         params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets")),
     "rgcl_analysis": Report(
         "iSogCLR Figures 2-3, computed exactly (no training)",
-        {"reports_dir": "reports", "rho_semantics": "${methods.isogclr.rho}", "global_tau": "${methods.simclr.tau}"},
-        params=("methods.isogclr.rho", "methods.simclr.tau")),
+        {"reports_dir": "reports", "params_path": "params.yaml"},  # rho and tau of the untuned runs
+        params=("methods.isogclr", "methods.simclr")),
     "ablations": Report(
         "iSogCLR Tables 8/9, Figures 7-9; SogCLR Table 8",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # Table 1's seed spread is the noise yardstick
@@ -353,7 +353,7 @@ def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
         "matrix": {"method": list(spec["methods"])},
         "cmd": "${launcher} -m isogclr tune --method ${item.method}",
         "deps": data + code,
-        "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS), f"{section}.methods.${{item.method}}",
+        "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS),  # the space: methods.<m>.search
                    *(f"{section}.{key}" for key in spec if key != "methods")],
         "outs": [{f"tuning/${{item.method}}/{name}": {"cache": False}} for name in ("candidates.csv",
                                                                                    "selected.json")],
@@ -464,8 +464,8 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
             "cmd": "python -m isogclr convergence --out runs_convergence",
             "deps": ["data/synthetic.json", *code(CONVERGENCE_ENTRY, list(CONVERGENCE_METHODS),
                                                   [convergence_config(params).dataset])],
-            "params": ["data.root", "model", "augment", "methods.simclr.tau", "methods.sogclr.tau",
-                       "methods.sogclr.gamma", "methods.emc2.beta", "emc2_convergence"],
+            "params": ["data.root", "model", "augment", "methods.simclr", "methods.sogclr", "methods.emc2.beta",
+                       "emc2_convergence"],
             "outs": [{"runs_convergence": {"cache": False}}],
         }
     unknown = sorted(set(reads_study) - set(REPORTS))

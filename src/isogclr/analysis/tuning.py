@@ -1,6 +1,6 @@
 """The hyper-parameter selection on a validation split, read back from ``tuning/<method>/``.
 
-Every tuned method (a key of ``tuning.methods`` in params.yaml, which maps a method to its search space: a
+Every tuned method (listed in ``tuning.methods`` of params.yaml; its search space is ``methods.<m>.search``: a
 grid ``{knob: [values]}`` or a list of candidates ``[{knob: value}, ...]``) is given the same budget:
 ``tuning.candidates`` candidates from its space, each trained ``tuning.epochs`` epochs on ``tuning.dataset``
 with ``tuning.validation_fraction`` of the training set held out, at ``tuning.seeds``; the test split is not
@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, selection_path, tuning_spec
+from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, method_settings, selection_path, tuning_spec
 from .tables import MISSING
 
 TUNE_PIPELINE = "pipelines/tune/dvc.yaml"  # pipelines/tune_bimodal/dvc.yaml for bimodal_tuning
@@ -113,9 +113,10 @@ def _per_candidate(frame: pd.DataFrame, score: str = "val_top1") -> pd.DataFrame
 
 
 def params_value(params: dict[str, Any], method: str, knob: str) -> Any:
-    """The value params.yaml gives ``knob`` of ``method``: ``methods.<method>.<knob>``, or the dotted key itself
-    when ``knob`` has a dot (``train.optimizer.lr``); None when params.yaml does not set it (the default)."""
-    node: Any = params if "." in knob else (params.get("methods") or {}).get(method) or {}
+    """The value params.yaml gives ``knob`` of ``method`` in the runs that are not tuned: ``methods.<method>.<knob>``
+    (a searched knob: its ``untuned`` candidate's), or the dotted key itself when ``knob`` has a dot
+    (``train.optimizer.lr``); None when params.yaml does not set it (the default)."""
+    node: Any = params if "." in knob else method_settings(params, method)
     for part in knob.split("."):
         if not isinstance(node, dict) or part not in node:
             return None

@@ -35,9 +35,8 @@ _EXPORTS = {
     ),
     "core": (
         "TABLE_SECTIONS", "ConfigError", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig",
-        "check_finite", "fashion_mnist_mini_spec", "load_params", "missing_datasets", "pair_spec", "run_config",
-        "run_id",
-        "synthetic_spec",
+        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile", "missing_datasets", "pair_spec",
+        "profile_text", "run_config", "run_id", "search_points", "synthetic_spec",
     ),
     "reports": (
         "TableSpec", "TemperatureSpec", "method_settings", "profile_name", "references_spec", "table_spec",

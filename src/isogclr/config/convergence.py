@@ -11,7 +11,7 @@ from typing import Any
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
 from ..models import EncoderConfig, HeadConfig
-from .core import ConfigError, _typed
+from .core import ConfigError, _method, _typed
 
 CONVERGENCE_METHODS = ("simclr", "sogclr", "emc2")  # the methods the study can train
 
@@ -125,7 +125,7 @@ def convergence_config(params: dict[str, Any], **overrides: Any) -> ConvergenceC
     model = params.get("model") or {}
     values = {"data_root": str((params.get("data") or {}).get("root", "data")),
               "beta": (methods.get("emc2") or {}).get("beta", 5.0),
-              "gamma": (methods.get("sogclr") or {}).get("gamma", 0.9),
+              "gamma": _method(params, "sogclr").kwargs.get("gamma", 0.9) if "sogclr" in methods else 0.9,
               "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
               "head": _typed(HeadConfig, model.get("head"), "model.head"),
               "augment": _typed(AugmentConfig, params.get("augment"), "augment")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,10 @@ class OptimConfig:
         return {"none": self.lr, "linear": self.lr * batch_size / 256, "sqrt": self.lr * math.sqrt(batch_size)}[
             self.lr_scaling]
 
+
+
+# a tuned method's search space (its candidates) and the candidate its untuned runs use: keys of methods.<m>
+SEARCH, UNTUNED = "search", "untuned"
 
 
 class ConfigError(ValueError):
@@ -214,15 +219,61 @@ class RunConfig:
         return out
 
 
-def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
-    """params.yaml (or a profile) as a dict; a missing file or malformed YAML is a one-line ConfigError
-    naming the file, line and column."""
-    path = Path(path)
+class _Delete:
+    """``!delete`` in a profile overlay: the key is removed from the base profile."""
+
+
+class _Replace(dict):
+    """``!replace {...}`` in a profile overlay: the mapping replaces the base's instead of being merged into it."""
+
+
+class _OverlayLoader(yaml.SafeLoader):
+    pass
+
+
+_OverlayLoader.add_constructor("!delete", lambda loader, node: _Delete())
+_OverlayLoader.add_constructor("!replace", lambda loader, node: _Replace(loader.construct_mapping(node, deep=True)))
+
+EXTENDS = "extends"  # an overlay's first key: the profile it changes (profiles/<name>.yaml beside it)
+
+
+def merge_profile(base: dict[str, Any], overlay: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``overlay`` applied to ``base`` (neither is modified): mappings merge key by key, recursively; any other
+    value (a number, a string, a list) replaces the base's; ``!delete`` removes the key; ``!replace {...}``
+    replaces a whole mapping."""
+    merged = copy.deepcopy(base)
+    for key, value in overlay.items():
+        here = f"{where}{key}"
+        if isinstance(value, _Delete):
+            if key not in merged:
+                raise ConfigError(f"{here}: !delete of a key the base profile does not have")
+            del merged[key]
+        elif isinstance(value, _Replace):
+            merged[key] = _plain_profile(dict(value), here)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_profile(merged[key], value, f"{here}.")
+        else:
+            merged[key] = _plain_profile(value, here)
+    return merged
+
+
+def _plain_profile(value: Any, where: str) -> Any:
+    """``value`` without overlay tags (a ``!delete`` with no base key to remove is an error naming it)."""
+    if isinstance(value, _Delete):
+        raise ConfigError(f"{where}: !delete of a key the base profile does not have")
+    if isinstance(value, dict):
+        return {k: _plain_profile(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_profile(v, where) for v in value]
+    return copy.deepcopy(value)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
         with path.open() as f:
-            params = yaml.safe_load(f)
+            params = yaml.load(f, Loader=_OverlayLoader)  # noqa: S506 (a SafeLoader with two overlay tags)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -236,6 +287,49 @@ def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
     return params
+
+
+def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
+    """params.yaml (or a profile) as a dict; a missing file or malformed YAML is a one-line ConfigError
+    naming the file, line and column.
+
+    A profile may be an overlay: ``extends: mini`` as its first key, then only what differs from
+    ``profiles/mini.yaml`` (the file beside it), merged by :func:`merge_profile`. params.yaml is always a full
+    profile (DVC reads it): ``python -m isogclr profile <name>`` writes it."""
+    path = Path(path)
+    params = _read_yaml(path)
+    base = params.pop(EXTENDS, None)
+    if base is None:
+        return _plain_profile(params, "")
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: {EXTENDS}: expected a profile name (profiles/<name>.yaml), got {base!r}")
+    base_path = path.parent / f"{base}.yaml"
+    if base_path.resolve() == path.resolve():
+        raise ConfigError(f"{path}: {EXTENDS}: {base!r} is the file itself")
+    base_params = load_params(base_path)
+    try:
+        return merge_profile(base_params, params)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def profile_text(path: Path | str) -> str:
+    """The full profile ``path`` as params.yaml's text: the file itself when it is full (its comments kept),
+    else the overlay merged onto its base, under a header naming both."""
+    path = Path(path)
+    if EXTENDS not in _read_yaml(path):
+        return path.read_text()
+    params = load_params(path)
+
+    class _NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    base = _read_yaml(path)[EXTENDS]
+    header = (f"# Written by `python -m isogclr profile {path.stem}`: profiles/{path.name} (what differs) over "
+              f"profiles/{base}.yaml.\n# Edit those two files, not this one; `git checkout params.yaml` returns "
+              "to the default profile.\n")
+    return header + yaml.dump(params, Dumper=_NoAliases, sort_keys=False, width=120, allow_unicode=True)
 
 
 def missing_datasets(params: dict[str, Any]) -> list[str]:
@@ -300,7 +394,25 @@ def _dataset_missing(name: str, root: Path) -> str | None:
     return None  # generated by the pipeline (synth*), or a dataset registered elsewhere: its loader says
 
 
+def search_points(space: Any, where: str) -> list[dict[str, Any]]:
+    """The candidates a search space lists, in order: a grid ``{knob: [values]}`` in ``itertools.product``
+    order, or a list ``[{knob: value}, ...]`` as written; every candidate sets the same knobs."""
+    if isinstance(space, dict) and space and all(isinstance(v, list) and v for v in space.values()):
+        return [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
+    if isinstance(space, list) and space and all(isinstance(c, dict) and c for c in space):
+        for i, candidate in enumerate(space):
+            if set(candidate) != set(space[0]):
+                raise ConfigError(f"{where}: candidate {i} sets {sorted(candidate)}, candidate 0 sets "
+                                  f"{sorted(space[0])}; every candidate sets the same knobs")
+        return [dict(c) for c in space]
+    raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
+
+
 def _method(params: dict[str, Any], name: str) -> MethodConfig:
+    """``methods.<name>`` as a loss and its arguments. A tuned method's searched knobs are written once, in
+    ``search`` (the candidates of its selection): a run that is not tuned takes them from candidate ``untuned``
+    (default 0; a tuned run's params carry the selected candidate instead, :func:`isogclr.config.with_selection`),
+    and the same knob set beside ``search`` is refused, naming the key."""
     methods = params.get("methods") or {}
     if name not in methods:
         raise ConfigError(f"methods.{name}: not defined (defined: {sorted(methods)})")
@@ -308,6 +420,25 @@ def _method(params: dict[str, Any], name: str) -> MethodConfig:
     loss = spec.pop("loss", None)
     if loss not in LOSSES:
         raise ConfigError(f"methods.{name}.loss: unknown loss {loss!r} (registered: {sorted(LOSSES)})")
+    space, untuned = spec.pop(SEARCH, None), spec.pop(UNTUNED, None)
+    if space is None and untuned is not None:
+        raise ConfigError(f"methods.{name}.{UNTUNED}: a candidate of methods.{name}.{SEARCH}, which is not set")
+    if space is not None:
+        where = f"methods.{name}.{SEARCH}"
+        points = search_points(space, where)
+        both = sorted(set(points[0]) & set(spec))
+        if both:
+            raise ConfigError(
+                f"methods.{name}.{both[0]}: also a knob of {where}, which sets it: tuned runs take the selected "
+                f"candidate (tuning/{name}/selected.json), the other runs candidate methods.{name}.{UNTUNED} "
+                f"(now {untuned or 0}). Change the candidates in {where} (or which one untuned runs use), or "
+                f"delete {where} and the method's tuning to set {both[0]} here")
+        if untuned is None:
+            untuned = 0
+        if isinstance(untuned, bool) or not isinstance(untuned, int) or not 0 <= untuned < len(points):
+            raise ConfigError(f"methods.{name}.{UNTUNED}: the index of a candidate of {where} "
+                              f"(0 to {len(points) - 1}), got {untuned!r}")
+        spec.update(points[untuned])
     defaults = {p.name: p.default for p in inspect.signature(LOSSES[loss]).parameters.values()}
     for knob, value in spec.items():
         check_finite(value, f"methods.{name}.{knob}")

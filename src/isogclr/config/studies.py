@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import DATASETS
-from .core import ConfigError, RunConfig, _set_dotted, _typed, run_config
+from .core import SEARCH, ConfigError, RunConfig, _method, _set_dotted, _typed, run_config
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,9 @@ def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str
     if value not in spec.values:
         raise ConfigError(f"{where}.values: {value!r} is not one of {list(spec.values)}")
     params = copy.deepcopy(params)
+    if SEARCH in (params["methods"].get(method) or {}):  # the knob may be a searched one: set it on the
+        resolved = _method(params, method)             # settings of the runs that are not tuned
+        params["methods"][method] = {"loss": resolved.loss, **resolved.kwargs}
     settings = {key: (setting, f"{where}.overrides.{key}") for key, setting in (spec.overrides or {}).items()}
     settings[spec.knob.replace("{method}", method)] = (value, f"{where}.knob")
     for key, (setting, origin) in settings.items():

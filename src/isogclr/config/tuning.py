@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import json
 import random
 from dataclasses import dataclass
@@ -15,7 +14,17 @@ from typing import Any
 
 from ..data import DATASETS
 from .bimodal import BimodalRunConfig, _bimodal_method, bimodal_run_config
-from .core import TABLE_SECTIONS, ConfigError, RunConfig, _method, _typed, run_config
+from .core import (
+    SEARCH,
+    TABLE_SECTIONS,
+    UNTUNED,
+    ConfigError,
+    RunConfig,
+    _method,
+    _typed,
+    run_config,
+    search_points,
+)
 
 TUNING_DIR = "tuning"
 # the selection sections of params.yaml: the unimodal comparison's (scored by linear-probe top-1 on a
@@ -33,11 +42,12 @@ class TuningSpec:
     ``bimodal_tuning``: the captions of a cluster-stratified part of the training images of ``bimodal.data``,
     scored by the mean of image and text retrieval R@1, R@5 and R@10 among them), averaged over ``seeds``.
 
-    ``methods`` maps a method (a key of ``methods``) to its search space over its own knobs: either a
-    grid (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded
-    sample of ``candidates`` of them) or an explicit list of candidates (``[{rho: 0.3, eta: 0.01}, ...]``).
-    The selection is written to ``tuning/<method>/selected.json``; runs whose section or study says
-    ``tuned: true`` use it (the test split is read once, by those runs).
+    ``methods`` lists the methods the section selects (in params.yaml, a list of names); each one's search
+    space lives with the method, ``methods.<m>.search``, over its own knobs: either a grid
+    (``{tau: [0.1, 0.2, 0.3, 0.5]}``; when the grid has more points than ``candidates``, a seeded sample of
+    ``candidates`` of them) or an explicit list of candidates (``[{rho: 0.3, eta: 0.01}, ...]``). Here
+    ``methods`` maps each method to that space. The selection is written to ``tuning/<method>/selected.json``;
+    runs whose section or study says ``tuned: true`` use it (the test split is read once, by those runs).
     """
 
     epochs: int
@@ -60,7 +70,16 @@ def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec |
     raw = params.get(section)
     if raw is None:
         return None
-    spec = _typed(TuningSpec, raw, section)
+    names = raw.get("methods") if isinstance(raw, dict) else None
+    if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
+        raise ConfigError(f"{section}.methods: expected a list of method names (each one's search space is "
+                          f"methods.<method>.{SEARCH}), got {names!r}")
+    methods = params.get("methods") or {}
+    for m in names:
+        if SEARCH not in (methods.get(m) or {}):
+            raise ConfigError(f"{section}.methods: {m!r} has no search space (methods.{m}.{SEARCH}: a grid "
+                              f"{{knob: [values]}} or a list of candidates)")
+    spec = _typed(TuningSpec, {**raw, "methods": {m: methods[m][SEARCH] for m in names}}, section)
     if (section == "tuning") != (spec.dataset is not None):
         raise ConfigError(f"{section}.dataset: " + ("required (the unimodal set the candidates train on)"
                                                     if section == "tuning" else
@@ -74,22 +93,18 @@ def tuning_section(params: dict[str, Any], method: str) -> str:
         if method in ((params.get(section) or {}).get("methods") or {}):
             return section
     tuned = [m for s in TUNING_SECTIONS for m in ((params.get(s) or {}).get("methods") or {})]
-    raise ConfigError(f"tuning.methods.{method}: not defined (tuned methods: {sorted(tuned)})")
+    raise ConfigError(f"tuning.methods: {method!r} is not tuned (tuned methods: {sorted(tuned)})")
 
 
 def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
     """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
     section = tuning_section(params, method)
     spec = tuning_spec(params, section)
-    where = f"{section}.methods.{method}"
+    where = f"methods.{method}.{SEARCH}"
     space = spec.methods[method]
-    if isinstance(space, dict) and space and all(isinstance(v, list) and v for v in space.values()):
-        grid = [dict(zip(space, combo, strict=True)) for combo in itertools.product(*space.values())]
-        found = grid if len(grid) <= spec.candidates else random.Random(0).sample(grid, spec.candidates)
-    elif isinstance(space, list) and space and all(isinstance(c, dict) and c for c in space):
-        found = [dict(c) for c in space]
-    else:
-        raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
+    found = search_points(space, where)
+    if isinstance(space, dict) and len(found) > spec.candidates:  # a grid larger than the budget: a seeded sample
+        found = random.Random(0).sample(found, spec.candidates)
     if len(found) != spec.candidates:
         raise ConfigError(f"{where}: {len(found)} candidates, but every method gets {section}.candidates = "
                           f"{spec.candidates} (the same budget for every method)")
@@ -103,8 +118,10 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
 
 
 def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> dict[str, Any]:
+    """``params`` whose ``methods.<method>`` runs at ``knobs`` (a candidate of its search space)."""
     params = copy.deepcopy(params)
-    params["methods"][method] = {**(params["methods"].get(method) or {}), **knobs}
+    fixed = {k: v for k, v in (params["methods"].get(method) or {}).items() if k not in (SEARCH, UNTUNED)}
+    params["methods"][method] = {**fixed, **knobs}
     return params
 
 
@@ -149,6 +166,10 @@ def validate_tuning(params: dict[str, Any]) -> None:
         raise ConfigError(f"bimodal_tuning.methods: {sorted(both)} also under tuning.methods (one selection each)")
     for method in (*tuned["tuning"], *tuned["bimodal_tuning"]):
         tuning_candidates(params, method)
+    for method, spec in (params.get("methods") or {}).items():
+        if SEARCH in (spec or {}) and method not in tuned["tuning"] | tuned["bimodal_tuning"]:
+            raise ConfigError(f"methods.{method}.{SEARCH}: {method} is in neither tuning.methods nor "
+                              "bimodal_tuning.methods (add it to the one of its modality, or delete the search)")
     sections = [*((s, params.get(s), "tuning") for s in TABLE_SECTIONS),
                 *((f"studies.{n}", v, "tuning") for n, v in (params.get("studies") or {}).items()),
                 ("bimodal", params.get("bimodal"), "bimodal_tuning"),
