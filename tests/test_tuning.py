@@ -133,6 +133,7 @@ def pair_params(tmp_path_factory, smoke_params) -> dict:
                                    zeroshot_per_class=2), root)
     params = copy.deepcopy(smoke_params)
     params["bimodal"].update(data=str(root), batch_size=16, device="cpu")
+    params["bimodal"]["image_encoder"].pop("init", None)  # from scratch: no pretrain run in these tests
     return params
 
 
