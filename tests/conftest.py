@@ -50,7 +50,10 @@ def tracked_copy(dest: Path) -> Path:
                            capture_output=True).stdout.decode().split("\0")
     for name in filter(None, files):
         src = ROOT / name
-        if src.is_file() and not name.startswith(("runs", "studies/", "reports/")) and not name.endswith("dvc.lock"):
+        # the pipeline's outputs are left out; reports/benchmarks and reports/testbed are inputs (the testbed report's)
+        output = name.startswith(("runs", "studies/", "reports/")) and not name.startswith(("reports/benchmarks/",
+                                                                                           "reports/testbed/"))
+        if src.is_file() and not output and not name.endswith("dvc.lock"):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)

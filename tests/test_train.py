@@ -81,7 +81,7 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     assert all(v.dtype != torch.float16 for v in full.values())
     assert (run / "artifacts" / "encoder.pt").stat().st_size < 0.6 * (run / "local" / "encoder.pt").stat().st_size
     encoder_cfg = json.loads((run / "artifacts" / "config.json").read_text())["encoder"]
-    assert encoder_cfg["timm_name"] == "isogclr_resnet18_cifar"
+    assert encoder_cfg["timm_name"] == f"isogclr_{cfg.encoder.arch}_cifar" == "isogclr_resnet10_cifar"
     encoder = timm.create_model(encoder_cfg["timm_name"], width=encoder_cfg["width"], num_classes=0,
                                 checkpoint_path=str(run / "artifacts" / "encoder.pt"))
     assert next(encoder.parameters()).dtype == torch.float32
