@@ -47,10 +47,10 @@ def reference_rows(runs_dir: Path | str, datasets: Iterable[str], seeds: Iterabl
 
 
 def position(score: float, floor: float, supervised: float) -> float:
-    """Where ``score`` stands between the no-learning ``floor`` (0) and the ``supervised`` reference (1)."""
+    """Where ``score`` stands between the no-learning ``floor`` (0) and the ``supervised`` reference (1); NaN when
+    the supervised reference is not above the floor (nothing was learned even with the labels: no scale)."""
     if supervised <= floor:
-        raise ValueError(f"the supervised reference ({supervised:.2f}) is not above the floor ({floor:.2f}): "
-                         "the scale from no learning to supervised is empty")
+        return float("nan")
     return (score - floor) / (supervised - floor)
 
 
