@@ -41,6 +41,7 @@ from isogclr.train.references import raw_pixel_probe
 # the encoder, colour jitter and warm-up (epochs, steps) before the calibration, and after it
 OLD = {"arch": "resnet18", "width": 8, "jitter": 0.4, "warmup": (2, 0)}
 NEW = {"arch": "resnet10", "width": 16, "jitter": 1.0, "warmup": (2, 0)}
+MINI = {**NEW, "warmup": (0, 30)}  # the mini profile as committed: warm-up of 30 steps
 # name: (dataset, images a class in the pool, image size, epochs, method, encoder/jitter)
 SETTINGS = {
     "before: synth10_lt (1,236), 20 epochs": ("synth10_lt", 500, 16, 20, "simclr", OLD),
@@ -66,6 +67,19 @@ SETTINGS = {
     "ResNet-10 w16, Fashion-MNIST-LT 1,236, 20 ep": ("fm_lt", 500, 16, 20, "simclr", NEW),
     "ResNet-10 w16, Fashion-MNIST-LT 1,236, 40 ep": ("fm_lt", 500, 16, 40, "simclr", NEW),
     "no learning: Fashion-MNIST-LT 1,236": ("fm_lt", 500, 16, 0, "none", NEW),
+    # second pass: synth10 visited several times (the moving averages of SogCLR/iSogCLR need repeat visits), and the
+    # supervised reference at the budgets where SimCLR stood within 5 points of it
+    "synth10 10,000, 3 ep": ("synth10", 1000, 16, 3, "simclr", MINI),
+    "synth10 10,000, 4 ep": ("synth10", 1000, 16, 4, "simclr", MINI),
+    "supervised, synth10 10,000, 4 ep": ("synth10", 1000, 16, 4, "supervised", MINI),
+    "supervised, Fashion-MNIST 5,000, 5 ep": ("fm", 500, 16, 5, "supervised", MINI),
+    "supervised, Fashion-MNIST 5,000, 10 ep": ("fm", 500, 16, 10, "supervised", MINI),
+    "Fashion-MNIST 5,000, 10 ep": ("fm", 500, 16, 10, "simclr", MINI),
+    "supervised, Fashion-MNIST-LT 1,236, 20 ep": ("fm_lt", 500, 16, 20, "supervised", MINI),
+    "supervised, Fashion-MNIST-LT 1,236, 40 ep": ("fm_lt", 500, 16, 40, "supervised", MINI),
+    "synth10 20,000, 2 ep": ("synth10", 2000, 16, 2, "simclr", MINI),
+    "synth10 20,000, 3 ep": ("synth10", 2000, 16, 3, "simclr", MINI),
+    "supervised, synth10 20,000, 3 ep": ("synth10", 2000, 16, 3, "supervised", MINI),
 }
 VALIDATION_PER_CLASS = 300
 

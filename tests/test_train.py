@@ -26,11 +26,11 @@ from isogclr.train.optim import LARS, OptimConfig, param_groups, warmup_cosine
 from .test_engine_dvclive import assert_no_wall_clock
 
 
-def smoke_run(params, data_root, method="isogclr", **train):
+def smoke_run(params, data_root, method="isogclr", dataset="synth10", **train):
     params = copy.deepcopy(params)
     params["data"]["root"] = str(data_root)
     params["train"].update(train)
-    return run_config(params, method, "synth10", 0), params
+    return run_config(params, method, dataset, 0), params
 
 
 def run_files(run) -> set[str]:
@@ -91,17 +91,31 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     x = torch.randn(2, 3, 16, 16)
     assert encoder(x).shape == (2, encoder.num_features)
     torch.testing.assert_close(encoder(x), reference(x), rtol=0.05, atol=0.05)  # float16 weights: close
-    # the exported features: float16 features and int64 labels of the test split, and of the train split for a
-    # loss with per-sample temperatures (Figure 5 reads them beside tau.csv)
+    # the exported features: float16 features and int64 labels of the test split (the train split's only for a
+    # long-tailed run with per-sample temperatures: test_long_tailed_export_keeps_train_features)
     blob = torch.load(run / "artifacts" / "features.pt", weights_only=True)
     features = torch.load(run / "local" / "features.pt", weights_only=True)
-    assert set(blob) == {"test", "test_labels", "train", "train_labels"}
-    for split in ("test", "train"):
-        assert blob[split].dtype == torch.float16 and blob[f"{split}_labels"].dtype == torch.int64
-        assert torch.equal(blob[f"{split}_labels"], features[f"{split}_labels"].long())
-        torch.testing.assert_close(blob[split].float(), features[split], rtol=1e-2, atol=1e-2)
-    assert len(blob["train"]) == len(taus)
+    assert set(blob) == {"test", "test_labels"}
+    assert blob["test"].dtype == torch.float16 and blob["test_labels"].dtype == torch.int64
+    assert torch.equal(blob["test_labels"], features["test_labels"].long())
+    torch.testing.assert_close(blob["test"].float(), features["test"], rtol=1e-2, atol=1e-2)
     assert set(features) == {"train", "train_labels", "test", "test_labels"}
+
+
+@pytest.mark.parametrize("method, kept", [("isogclr", True), ("simclr", False)])
+def test_long_tailed_export_keeps_train_features(tmp_path, smoke_params, smoke_data, method, kept):
+    """Figure 5's input: an exported long-tailed run with learned temperatures keeps its train features
+    (float16, aligned with tau.csv); a loss without them keeps the test split's only."""
+    cfg, _ = smoke_run(smoke_params, smoke_data, method=method, dataset="synth10_lt", epochs=1)
+    train_run(cfg, tmp_path / "run", tmp_path / "ckpt", export=True)
+    blob = torch.load(tmp_path / "run" / "artifacts" / "features.pt", weights_only=True)
+    features = torch.load(tmp_path / "run" / "local" / "features.pt", weights_only=True)
+    assert ({"train", "train_labels"} <= set(blob)) is kept
+    if kept:
+        assert blob["train"].dtype == torch.float16
+        torch.testing.assert_close(blob["train"].float(), features["train"], rtol=1e-2, atol=1e-2)
+        taus = (tmp_path / "run" / "artifacts" / "tau.csv").read_text().splitlines()[1:]
+        assert len(blob["train"]) == len(taus) == len(features["train"])
 
 
 def read_tsv(path) -> list[dict]:

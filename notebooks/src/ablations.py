@@ -14,7 +14,7 @@
 # equivalent when inside it. With one seed per value there is no interval: the claim is not testable.
 #
 # **At mini scale these are side studies, not testable by design.** The hour goes to the central claims
-# (Table 1 at three seeds, the budget ladder, the temperature-frequency ground truth; README: where the
+# (Table 1 at five seeds, the budget ladder, the temperature-frequency ground truth; README: where the
 # hour goes), so each study here runs one seed for a few epochs (its `overrides`; the captions give the
 # number): its tables show the direction of each knob's effect, and every verdict says "not testable" (one
 # seed). The paper profile runs them at the papers' scale.

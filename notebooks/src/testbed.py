@@ -96,7 +96,7 @@ display(Markdown("\n".join(lines)))
 # image-text rows and the step costs). Steps are the budget: the long-tailed set gains about 5 points for every
 # 5 epochs of 4,958 images; the encoder (ResNet-10 at width 16), colour jitter 1.0 and a long-tailed set drawn
 # from 2,000 images a class each bought several points at little cost; 32 px would buy 15 more at 3.9x the step
-# cost, which the hour cannot pay with every central claim at 3 seeds.
+# cost, which the hour cannot pay with every central claim at 3 to 5 seeds.
 
 # %%
 calibration = pd.read_csv(calibration_csv)

@@ -43,11 +43,11 @@ def load_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:
 def load_train_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]:
     """A run's features of the train split, ``train`` (float32, stored in float16) and ``train_labels``, aligned
     with its ``tau.csv``: exported (``artifacts/features.pt``) by the first Table 1 seed of a loss with
-    per-sample temperatures."""
+    per-sample temperatures on a long-tailed set."""
     blob = _exported(runs_dir, run)
     if "train" not in blob:
         raise FileNotFoundError(f"{Path(runs_dir) / run / 'artifacts' / 'features.pt'} has no train features: only "
-                                f"an exported run of a loss with per-sample temperatures keeps them")
+                                f"an exported run of a loss with per-sample temperatures on a long-tailed set keeps them")
     return {"train": torch.as_tensor(blob["train"]).float().numpy(),
             "train_labels": torch.as_tensor(blob["train_labels"]).long().numpy()}
 
