@@ -54,6 +54,10 @@ def test_position_and_thresholds(runs):
     assert checks.loc["b", "holds"]  # 76 >= 75 (raw pixels) and <= 91 - 5
     assert thresholds({"a": 30.0}, refs).loc["a", "holds"]
     assert not thresholds({"a": 57.0}, refs).loc["a", "holds"]  # saturated: within 5 of supervised
+    assert checks.loc["a", "window"] == 26.0 and checks.loc["b", "window"] == 11.0  # 91 - 5 - 75
+    refs.loc["b", "supervised"] = 78.0  # 3 points above the raw-pixel probe: no score can be within both bounds
+    narrow = thresholds({"b": 76.0}, refs, raw_pixels_only=["b"]).loc["b"]
+    assert narrow["window"] == -2.0 and not narrow["holds"]
 
 
 def test_with_reference_rows(runs):

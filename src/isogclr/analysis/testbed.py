@@ -61,6 +61,8 @@ def thresholds(method_top1: Mapping[str, float], references: pd.DataFrame,
     Every dataset: at least :data:`MIN_ABOVE_FLOOR` points above the floor and :data:`MIN_BELOW_SUPERVISED` below
     the supervised reference; a dataset of ``raw_pixels_only`` (Fashion-MNIST, whose raw pixels a probe reads well)
     asks only that the method reach the raw-pixel probe, and that it stay below the supervised reference.
+    ``window``: the width of the allowed range (``needs at most - needs at least``); below 0 no score can meet
+    both (the supervised reference is too close to the floor at this budget: the testbed, not the method, fails).
     """
     rows, lenient = [], set(raw_pixels_only)
     for dataset, score in method_top1.items():
@@ -68,7 +70,7 @@ def thresholds(method_top1: Mapping[str, float], references: pd.DataFrame,
         need = ref["raw pixels"] if dataset in lenient else ref["floor"] + MIN_ABOVE_FLOOR
         ceiling = ref["supervised"] - MIN_BELOW_SUPERVISED
         rows.append({"dataset": dataset, "top1": score, "floor": ref["floor"], "supervised": ref["supervised"],
-                     "needs at least": need, "needs at most": ceiling,
+                     "needs at least": need, "needs at most": ceiling, "window": ceiling - need,
                      "position": position(score, ref["floor"], ref["supervised"]),
                      "holds": bool(need <= score <= ceiling)})
     return pd.DataFrame(rows).set_index("dataset")
