@@ -1,11 +1,24 @@
-"""Zero-shot image-text retrieval and classification (the CLIP / Karpathy protocols)."""
+"""Zero-shot image-text retrieval and classification (the CLIP / Karpathy protocols).
+
+The metrics take features; :func:`encode_batches` makes them from a set given as an iterable of batches (in
+memory: a tensor's splits; streamed: a loader's batches), keeping only the features, so evaluating a set whose
+images do not fit in memory costs n x d floats plus the batches in flight.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
+
+
+@torch.no_grad()
+def encode_batches(encode: Callable[[torch.Tensor], torch.Tensor], batches: Iterable[torch.Tensor]) -> torch.Tensor:
+    """(n, d) features of a set given as ``batches``: ``encode(batch)`` of each in turn, moved to the CPU and
+    concatenated; a batch is released once encoded."""
+    return torch.cat([encode(batch).cpu() for batch in batches])
 
 
 @torch.no_grad()
