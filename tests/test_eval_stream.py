@@ -164,3 +164,28 @@ def test_the_trainer_evaluator_gives_the_same_metrics_streamed(pairs):
     assert len(metrics) == 2 * 6 + 2 * 3
     assert Evaluator(streamed, tokenizer, cfg, device)(model) == metrics
     assert Evaluator(streamed, tokenizer, cfg, device).chance() == Evaluator(memory, tokenizer, cfg, device).chance()
+
+
+def _recall_with_a_mask(image_x, text_x, text_to_image, ks=(1, 5, 10)):
+    """Recall@K with the N_img x N_txt ownership mask (the former formula), the reference for the masked-free one."""
+    image_x, text_x = torch.nn.functional.normalize(image_x.float(), dim=1), torch.nn.functional.normalize(
+        text_x.float(), dim=1)
+    sim = image_x @ text_x.T
+    ir_rank = (sim.T > sim.T.gather(1, text_to_image[:, None])).sum(1)
+    owner = torch.nn.functional.one_hot(text_to_image, num_classes=len(image_x)).T.bool()
+    tr_rank = (sim > sim.masked_fill(~owner, float("-inf")).max(1, keepdim=True).values).sum(1)
+    return {**{f"ir_r{k}": 100.0 * (ir_rank < k).float().mean().item() for k in ks},
+            **{f"tr_r{k}": 100.0 * (tr_rank < k).float().mean().item() for k in ks}}
+
+
+def test_recall_without_the_mask_is_the_masked_one():
+    """Ties (rounded features, captions equal to images), uneven captions per image and images without any."""
+    g = torch.Generator().manual_seed(0)
+    for trial in range(60):
+        n, per = int(torch.randint(2, 20, (1,), generator=g)), int(torch.randint(1, 6, (1,), generator=g))
+        image, text = torch.randn(n, 4, generator=g), torch.randn(n * per, 4, generator=g)
+        if trial % 2:
+            image, text = image.round(), text.round()
+            text[:n] = image
+        index = torch.arange(n).repeat_interleave(per) if trial % 3 else torch.randint(0, n, (n * per,), generator=g)
+        assert retrieval_recall(image, text, index) == _recall_with_a_mask(image, text, index)

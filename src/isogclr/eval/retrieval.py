@@ -37,9 +37,10 @@ def retrieval_recall(image_x: torch.Tensor, text_x: torch.Tensor, text_to_image:
     ir_scores = sim.T  # (N_txt, N_img)
     true_ir = ir_scores.gather(1, text_to_image[:, None])
     ir_rank = (ir_scores > true_ir).sum(1)
-    # TR: for each image, the best rank among its captions
-    owner = F.one_hot(text_to_image, num_classes=len(image_x)).T.bool()  # (N_img, N_txt)
-    best_true = sim.masked_fill(~owner, float("-inf")).max(1, keepdim=True).values
+    # TR: for each image, the best rank among its captions: the best score of its own captions (-inf without any),
+    # taken per caption (no N_img x N_txt mask: the similarity and one comparison are the only quadratic memory)
+    own = true_ir[:, 0]  # (N_txt,) each caption's score with its image
+    best_true = sim.new_full((len(image_x),), float("-inf")).scatter_reduce(0, text_to_image, own, "amax")[:, None]
     tr_rank = (sim > best_true).sum(1)
     for k in ks:
         out[f"ir_r{k}"] = 100.0 * (ir_rank < k).float().mean().item()
