@@ -22,6 +22,17 @@ while a sampler thread records the resident memory of the process and its DataLo
 Usage: python benchmarks/bench_stream.py [--sizes 10000 50000 200000] [--workers 2] [--batch 32] [--steps 12]
        [--work /tmp/isogclr_stream_bench] [--out reports/benchmarks]
 Writes ``stream.csv`` and ``stream_table.md`` (the table of ``stream.md``, whose prose is written by hand).
+
+``--eval`` measures the image-text evaluation instead (``stream_eval.csv``, ``stream_eval_table.md``): for each n,
+a zero-shot set (``images.npz`` of n 224-px images, uncompressed, as CIFAR / ImageNet validation would be
+arranged) and a Karpathy retrieval set (n JPEGs, five captions each) of the pairs-folder layout
+(:mod:`isogclr.data.pairs_folder`), read streamed (``stream_eval=True``, 2 DataLoader workers for the
+JPEGs) and in memory, each in a fresh process; the image features of both sets are computed with
+:func:`~isogclr.eval.retrieval.encode_batches` (a stand-in encoder: 4x4 average pool + a linear map to 256) in
+batches of ``--batch``, and the peak memory of the process and its workers recorded over the load and the
+encoding; then the zero-shot top-1 against fixed random class embeddings and the features' sum, which agree
+between the two modes. Recall@K is not computed (its n x 5n similarity matrix is a separate, quadratic cost:
+5.1 GB at n = 16,000).
 """
 
 from __future__ import annotations
@@ -201,6 +212,101 @@ def one(kind: str, n: int, work: Path, workers: int, batch: int, steps: int) -> 
             "processes": 1 + sampler.peak_children}
 
 
+def generate_eval(work: Path, n: int) -> float:
+    """``work/eval_<n>``: a pairs folder with ``zeroshot/gen/`` (n images, uncompressed npz written member by
+    member, never whole in memory) and ``retrieval_gen/`` (n JPEGs + dataset.json); returns seconds spent."""
+    import zipfile
+
+    t0 = time.perf_counter()
+    root = work / f"eval_{n}"
+    zs, ret = root / "zeroshot" / "gen", root / "retrieval_gen"
+    if (ret / "dataset.json").is_file():
+        return 0.0
+    from PIL import Image
+
+    zs.mkdir(parents=True, exist_ok=True)
+    (ret / "images").mkdir(parents=True, exist_ok=True)
+    with Pool(2) as pool:
+        blobs = pool.map(_image, range(UNIQUE), chunksize=50)
+    pixels = [np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in blobs]
+    header = {"descr": "|u1", "fortran_order": False, "shape": (n, 224, 224, 3)}
+    with zipfile.ZipFile(zs / "images.npz", "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open("images.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_2_0(f, header)
+            for i in range(n):
+                f.write(pixels[i % UNIQUE].tobytes())
+        with archive.open("labels.npy", "w") as f:
+            np.lib.format.write_array(f, np.arange(n, dtype=np.int64) % CLASSES)
+    (zs / "classnames.txt").write_text("".join(f"class {c}\n" for c in range(CLASSES)))
+    (zs / "templates.txt").write_text("a photo of a {}.\n")
+    entries = []
+    for i in range(n):
+        (ret / "images" / f"{i:07d}.jpg").write_bytes(blobs[i % UNIQUE])
+        entries.append({"split": "test", "filepath": "images", "filename": f"{i:07d}.jpg",
+                        "sentences": [{"raw": f"generated image {i}, caption {k}"} for k in range(5)]})
+    (ret / "dataset.json").write_text(json.dumps({"images": entries}))
+    return time.perf_counter() - t0
+
+
+def one_eval(mode: str, n: int, work: Path, workers: int, batch: int) -> dict:
+    """The evaluation sets of ``work/eval_<n>`` read ``streamed`` or ``memory``, their image features computed."""
+    import torch
+
+    from isogclr.data.pairs_folder import load_pairs_folder
+    from isogclr.eval.retrieval import encode_batches, zero_shot_accuracy
+
+    torch.set_num_threads(1)
+    weight = torch.randn(256, 3 * 16, generator=torch.Generator().manual_seed(0))
+
+    def encode(images: torch.Tensor) -> torch.Tensor:  # a stand-in for the image encoder: (b, 3, S, S) -> (b, 256)
+        return torch.nn.functional.adaptive_avg_pool2d(images.float() / 255.0, 4).flatten(1) @ weight.T
+
+    sampler = MemorySampler(period=0.2)
+    sampler.start()
+    t0 = time.perf_counter()
+    data = load_pairs_folder(work / f"eval_{n}", 224, train=False, stream_eval=mode == "streamed",
+                             num_workers=workers)
+    zs, ret = data.zeroshot["gen"], data.retrieval["retrieval_gen"]
+    zs_x, ret_x = encode_batches(encode, zs.batches(batch)), encode_batches(encode, ret.batches(batch))
+    seconds = time.perf_counter() - t0
+    sampler.stop.set()
+    sampler.join()
+    g = torch.Generator().manual_seed(1)  # the same stand-in class embeddings in both modes
+    top1 = zero_shot_accuracy(zs_x, zs.labels, torch.randn(CLASSES, 256, generator=g))["top1"]
+    return {"mode": mode, "images": n, "size": 224, "workers": workers if mode == "streamed" else 0, "batch": batch,
+            "set_mb": round(2 * n * 3 * 224 * 224 / 2**20),
+            "features_mb": round((zs_x.nbytes + ret_x.nbytes) / 2**20, 1),
+            "seconds": round(seconds, 1), "images_per_s": round(2 * n / seconds, 1),
+            "peak_rss_mb": round(sampler.peak_rss / 2**20), "peak_pss_mb": round(sampler.peak_pss / 2**20),
+            "processes": 1 + sampler.peak_children, "top1": top1,
+            "features_sum": float(zs_x.double().sum() + ret_x.double().sum())}  # equal in both modes
+
+
+def main_eval(args) -> None:
+    for n in args.sizes:
+        print(f"generated the evaluation sets of {n} images in {generate_eval(args.work, n):.0f} s", flush=True)
+    rows = []
+    for n in sorted(args.sizes):
+        for mode in ("streamed", "memory"):
+            out = subprocess.run([sys.executable, __file__, "--eval", "--one", mode, str(n), "--work", str(args.work),
+                                  "--workers", str(args.workers), "--batch", str(args.batch)], check=True,
+                                 capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(rows[-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with (args.out / "stream_eval.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["| evaluation sets | images per set | px | set MB (both, uint8) | features MB | seconds | images/s | "
+             "peak RSS MB (all processes) | peak PSS MB | processes |", "|" + "---|" * 10]
+    lines += [f"| {r['mode']} | {r['images']:,} | {r['size']} | {r['set_mb']:,} | {r['features_mb']} | "
+              f"{r['seconds']} | {r['images_per_s']} | {r['peak_rss_mb']:,} | {r['peak_pss_mb']:,} | "
+              f"{r['processes']} |" for r in rows]
+    (args.out / "stream_eval_table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 200_000])
@@ -210,8 +316,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/isogclr_stream_bench"))
     parser.add_argument("--out", type=Path, default=Path("reports/benchmarks"))
     parser.add_argument("--layouts", nargs="+", default=["folder", "shards"], choices=["folder", "shards"])
+    parser.add_argument("--eval", action="store_true", help="measure the streamed image-text evaluation instead")
     parser.add_argument("--one", nargs=2, metavar=("LAYOUT", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.eval and args.one:
+        print(json.dumps(one_eval(args.one[0], int(args.one[1]), args.work, args.workers, args.batch)))
+        return
+    if args.eval:
+        main_eval(args)
+        return
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), args.work, args.workers, args.batch, args.steps)))
         return

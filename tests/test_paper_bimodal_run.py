@@ -5,7 +5,8 @@ at 256 px, streamed, with 2 gloo processes for two optimizer steps; rank 0 evalu
 What differs from the profile, and why: the pretrained weights (no hub here: ``pretrained`` off, the text
 encoder at DistilBERT-base's sizes from configuration and a WordPiece trained on the captions, so its vocabulary
 is smaller than DistilBERT's 30,522), the data (8 generated pairs in 2 shards, one per process; synth10 only for
-zero-shot), the batch (4: 2 per process) and one epoch of two steps without the periodic evaluation.
+zero-shot), the batch (4: 2 per process) and one epoch of two steps without the periodic evaluation. The final
+evaluation reads its sets streamed, as the profile's runs do.
 """
 
 from __future__ import annotations
@@ -42,10 +43,18 @@ def _worker(rank: int, params: dict, root: str, out: str, port: int) -> None:
     cfg = dataclasses.replace(cfg, stream=StreamConfig(**{**stream, "num_workers": 1, "eval_batch_size": 8}))
     captions = [line.rpartition("\t")[0] for line in open(os.path.join(root, "captions.tsv")).read().splitlines()]
     bimodal.build_tokenizer = lambda text_cfg, _: train_wordpiece(captions, text_cfg.vocab_size, text_cfg.max_length)
+    load, eval_sets = bimodal.load_pairs_folder, []
+
+    def recorded(*args, **kwargs):  # the evaluation sets the run reads: streamed, as the profile streams
+        data = load(*args, **kwargs)
+        eval_sets.extend(type(s).__name__ for s in [*data.retrieval.values(), *data.zeroshot.values()])
+        return data
+
+    bimodal.load_pairs_folder = recorded
     t0 = time.perf_counter()
     metrics = bimodal.train_bimodal_run(cfg, os.path.join(out, "run"), os.path.join(out, "ckpt"))
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
-        json.dump({"metrics": metrics, "seconds": time.perf_counter() - t0,
+        json.dump({"metrics": metrics, "seconds": time.perf_counter() - t0, "eval_sets": eval_sets,
                    "params": sum(p.numel() for p in bimodal.BimodalModel(
                        cfg.image_encoder, cfg.text_encoder, cfg.train.proj_dim, 100).parameters())}, f)
     dist.destroy_process_group()
@@ -81,6 +90,7 @@ def test_paper_profile_image_text_run_two_processes(tmp_path):
     assert ranks[0]["metrics"] == ranks[1]["metrics"]  # rank 0's, on every rank
     assert set(ranks[0]["metrics"]) == set(json.loads((tmp_path / "run" / "metrics.json").read_text()))
     assert {"retrieval_a_ir_r1", "synth10_top1"} <= set(ranks[0]["metrics"])
+    assert ranks[0]["eval_sets"] == ["KarpathyStream", "KarpathyStream", "StreamedZeroShot"]  # read streamed
     assert ranks[0]["params"] > 65_000_000  # ResNet-50 (23.5 M) + DistilBERT-base's six layers (42.5 M)
     log = (tmp_path / "run" / "train_log.csv").read_text().splitlines()
     assert len(log) == 2 and log[1].split(",")[1] == "2"  # one epoch row, at step 2: two optimizer steps

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from isogclr.config import bimodal_run_config
 from isogclr.losses import build_loss
-from isogclr.train.state_offload import HostStateLoss, state_bytes
+from isogclr.train import state_offload
+from isogclr.train.state_offload import HostStateLoss, overlaps, state_bytes
 
 N, B, D = 40, 8, 5
 LOSSES = {
@@ -51,6 +54,66 @@ def test_host_state_gives_the_same_numbers_bit_for_bit(name):
     again = HostStateLoss(build, N, B, torch.device("cpu"))
     again.load_state_dict(plain.state_dict())
     assert all(torch.equal(again.state_dict()[k], v) for k, v in plain.state_dict().items())
+
+
+def test_the_overlapped_copies_are_chosen_by_device_type():
+    assert overlaps(torch.device("cuda")) and overlaps(torch.device("cuda", 1))
+    assert not overlaps(torch.device("cpu")) and not overlaps(torch.device("meta"))
+    loss = HostStateLoss(lambda n: build_loss("sogclr_bimodal", n, **LOSSES["sogclr_bimodal"]), N, B,
+                         torch.device("cpu"))
+    assert not loss.copies.overlap and not hasattr(loss.copies, "side")
+
+
+def _fake_cuda(monkeypatch) -> list[str]:
+    """torch.cuda's streams and events, and pinning, as no-ops that log their calls (this machine has no GPU):
+    the CUDA branch's order of copies, flushes and waits then runs on CPU tensors."""
+    calls: list[str] = []
+
+    class Stream:
+        def __init__(self, device=None):
+            calls.append("side stream")
+
+        def wait_event(self, event):
+            calls.append("side waits")
+
+        def wait_stream(self, stream):
+            calls.append("compute waits")
+
+    class Event:
+        def record(self, stream=None):
+            calls.append("record")
+
+        def synchronize(self):
+            calls.append("host waits")
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Stream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *a, **k: calls.append("pin") or self.clone())
+    monkeypatch.setattr(state_offload, "overlaps", lambda device: True)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_the_overlapped_branch_gives_the_same_numbers(name, monkeypatch):
+    """The CUDA branch (pinned buffers, side stream, the write-back deferred to the next step) on CPU tensors: the
+    on-device numbers bit for bit, the rows of a step reaching the host before the next step reads them."""
+    def build(n):
+        return build_loss(name, n, **LOSSES[name])
+
+    plain = build(N)
+    calls = _fake_cuda(monkeypatch)
+    offloaded = HostStateLoss(build, N, B, torch.device("cpu"))
+    assert offloaded.copies.overlap and calls.count("pin") == 3 * len(offloaded.copies.host)  # host + 2 staging
+    for (loss, gi, gt), (loss1, gi1, gt1) in zip(_steps(offloaded), _steps(plain), strict=True):
+        assert torch.equal(loss, loss1) and torch.equal(gi, gi1) and torch.equal(gt, gt1)
+    assert offloaded.copies.pending is not None  # the last step's rows: still in the outgoing staging buffer
+    state, state1 = offloaded.state_dict(), plain.state_dict()  # reading the state writes them in
+    assert offloaded.copies.pending is None
+    assert all(torch.equal(state[k], v) for k, v in state1.items())
+    step = calls[calls.index("side stream") + 1:]
+    assert step.count("host waits") == 6 and step.count("side waits") == 2 * 6 and step.count("compute waits") == 6
 
 
 def test_per_pair_parameters_are_refused():

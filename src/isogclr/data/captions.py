@@ -10,6 +10,10 @@ Three sources, each returning :class:`CaptionData` (images resized + centre-crop
   :func:`isogclr.data.webdataset.load_webdataset_tar` (the ``webdataset`` library; that module also streams
   them), through the same :class:`CaptionBuilder`.
 
+:func:`karpathy_stream` lists a Karpathy split without decoding it (:class:`KarpathyStream`: captions and image
+paths in memory, the images decoded a batch at a time by :meth:`KarpathyStream.batches`, the same uint8 values),
+for evaluation sets too large for memory; :meth:`CaptionData.batches` gives the in-memory images the same way.
+
 An image that is missing or cannot be decoded is an error naming the file (and the line of the TSV or the
 shard and key), after every sample is tried and counted; with ``max_unreadable`` > 0, up to that many are
 skipped (with their captions), counted in ``CaptionData.skipped`` and reported in one warning. An empty
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +34,7 @@ from PIL import Image
 
 from ..io import read_lines
 from .folder import UNREADABLE_FIX, load_square_rgb, unreadable_message
+from .streaming import PackedStrings, eval_loader
 
 KARPATHY_URL = "https://cs.stanford.edu/people/karpathy/deepimagesent/"
 _UNREADABLE = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
@@ -53,6 +58,49 @@ class CaptionData:
 
     def __len__(self) -> int:
         return len(self.images)
+
+    def batches(self, batch_size: int) -> Iterator[torch.Tensor]:
+        """The images in order, ``batch_size`` at a time."""
+        return iter(self.images.split(batch_size))
+
+
+class _SquareImages(torch.utils.data.Dataset):
+    """``dataset[i] -> (uint8 (3, size, size), i, i)``: image ``root / paths[i]`` decoded by :func:`load_square_rgb`
+    (the in-memory loaders' decoding, so the values are the same)."""
+
+    def __init__(self, root: Path, paths: Sequence[str], size: int, source: str) -> None:
+        self.root, self.paths, self.size, self.source = root, PackedStrings(paths), size, source
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int, int]:
+        path = self.root / self.paths[i]
+        try:
+            array = load_square_rgb(path, self.size)
+        except _UNREADABLE as err:
+            raise ValueError(f"{self.source}: image {self.paths[i]} ({path}) cannot be read ({type(err).__name__}: "
+                             f"{err}): {UNREADABLE_FIX}") from None
+        return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1))), i, i
+
+
+@dataclass
+class KarpathyStream:
+    """A Karpathy split listed, not decoded: the fields of :class:`CaptionData` but ``images``, which
+    :meth:`batches` decodes ``batch_size`` at a time in ``num_workers`` DataLoader workers."""
+
+    captions: list[str]
+    image_index: torch.Tensor
+    image_ids: list[str]
+    images: _SquareImages
+    num_workers: int = 0
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def batches(self, batch_size: int) -> Iterator[torch.Tensor]:
+        """uint8 (b, 3, size, size) batches of the images in order, as :meth:`CaptionData.batches` gives them."""
+        return (images for images, _, _ in eval_loader(self.images, batch_size, self.num_workers))
 
 
 class CaptionBuilder:
@@ -127,6 +175,31 @@ def load_karpathy(json_path: Path | str, image_root: Path | str, split: str = "t
         builder.add(rel.as_posix(), lambda rel=rel: image_root / rel, captions,
                     f"{json_path}: image {rel.as_posix()} ({image_root / rel})")
     return builder.build()
+
+
+def karpathy_stream(json_path: Path | str, image_root: Path | str, split: str = "test", size: int = 64,
+                    captions_per_image: int = 5, num_workers: int = 0) -> KarpathyStream:
+    """:func:`load_karpathy`'s images, captions and order, the images listed (their files checked to exist) and
+    decoded only when :meth:`KarpathyStream.batches` reads them; an image that cannot be read is an error."""
+    json_path, image_root = Path(json_path), Path(image_root)
+    if not json_path.is_file():
+        raise FileNotFoundError(f"{json_path} not found: get it from {KARPATHY_URL} (caption_datasets.zip)")
+    captions, image_index, image_ids = [], [], []
+    for entry in json.loads(json_path.read_text())["images"]:
+        if entry["split"] != split:
+            continue
+        rel = (Path(entry.get("filepath", "")) / entry["filename"]).as_posix()
+        texts = [s["raw"].strip() for s in entry["sentences"][:captions_per_image]]
+        if not all(texts):
+            raise ValueError(f"{json_path}: image {rel}: empty caption: write the caption, or remove the sample")
+        if not (image_root / rel).is_file():
+            raise FileNotFoundError(f"{json_path}: image {rel} ({image_root / rel}) not found: the folder must hold "
+                                    "the dataset's images (COCO val2014/, Flickr30K flickr30k-images/)")
+        captions.extend(texts)
+        image_index.extend([len(image_ids)] * len(texts))
+        image_ids.append(rel)
+    return KarpathyStream(captions, torch.as_tensor(image_index, dtype=torch.int64), image_ids,
+                          _SquareImages(image_root, image_ids, size, str(json_path)), num_workers)
 
 
 def load_caption_tsv(tsv_path: Path | str, image_root: Path | str | None = None, size: int = 64,

@@ -12,11 +12,23 @@ The layout is the one :func:`~isogclr.data.synthetic_pairs.write_synthetic_pairs
     root/zeroshot/<name>/templates.txt      one prompt template a line, with ``{}`` for the class name
 
 Every retrieval set and every zero-shot set found is evaluated (sorted by name).
+
+Two readings of the evaluation sets, one interface (``batches(batch_size)``: the set's uint8 images in order, in
+batches; ``labels`` / ``captions`` / ``image_index`` in memory, they are small): in memory
+(:class:`ZeroShotSet`, :class:`~isogclr.data.captions.CaptionData`, the mini and smoke profiles), or streamed
+(``load_pairs_folder(..., stream_eval=True)``, the runs with ``bimodal.stream``: :class:`StreamedZeroShot` reads
+``images.npz`` member by chunks of a batch, :class:`~isogclr.data.captions.KarpathyStream` decodes a batch of
+images at a time in DataLoader workers). Streamed, memory is flat in the set's size: what an evaluation keeps
+is its features (n x d); the images of one batch (per worker in flight) are all that is decoded at a time. The
+batches hold the same uint8 values either way, so the metrics are the same
+(``tests/test_eval_stream.py``).
 """
 
 from __future__ import annotations
 
 import csv
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .captions import CaptionData, load_caption_tsv, load_karpathy
+from .captions import CaptionData, KarpathyStream, karpathy_stream, load_caption_tsv, load_karpathy
 from .manifest import ensure_tracked
 from .streaming import LoaderSpec, caption_tsv_stream, epoch_loader
 
@@ -40,13 +52,59 @@ class ZeroShotSet:
         """For each class, its prompts (one per template)."""
         return [[t.format(c) for t in self.templates] for c in self.classnames]
 
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def batches(self, batch_size: int) -> Iterator[torch.Tensor]:
+        """The images in order, ``batch_size`` at a time."""
+        return iter(self.images.split(batch_size))
+
+
+@dataclass
+class StreamedZeroShot:
+    """A zero-shot set whose ``images.npz`` is read a batch at a time (labels, class names, templates in memory)."""
+
+    path: Path  # the images.npz
+    size: int
+    labels: torch.Tensor  # (N,) int64
+    classnames: list[str]
+    templates: list[str]
+
+    prompts = ZeroShotSet.prompts
+    __len__ = ZeroShotSet.__len__
+
+    def batches(self, batch_size: int) -> Iterator[torch.Tensor]:
+        """uint8 (b, 3, size, size) batches of ``images`` in order, resized as :func:`load_zeroshot` resizes: the
+        npz member is read sequentially (stored or deflated), ``batch_size`` images at a time."""
+        with zipfile.ZipFile(self.path) as archive, archive.open("images.npy") as f:
+            shape, dtype = _npy_header(f, self.path)
+            per_image = int(np.prod(shape[1:])) * dtype.itemsize
+            for start in range(0, shape[0], batch_size):
+                count = min(batch_size, shape[0] - start)
+                data = f.read(count * per_image)
+                if len(data) != count * per_image:
+                    raise ValueError(f"{self.path}: images.npy ends at image {start + len(data) // per_image} of "
+                                     f"{shape[0]}: rewrite the file")
+                array = np.frombuffer(data, dtype=dtype).reshape(count, *shape[1:])
+                yield _resize(torch.from_numpy(array.transpose(0, 3, 1, 2).copy()), self.size)
+
+
+def _npy_header(f, path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(f)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read(f)
+    if fortran_order or dtype != np.uint8 or len(shape) != 4 or shape[3] != 3:
+        raise ValueError(f"{path}: images must be C-ordered uint8 (N, H, W, 3), got {dtype} {shape}"
+                         f"{' Fortran-ordered' if fortran_order else ''}: rewrite it with np.savez(images=...)")
+    return shape, dtype
+
 
 @dataclass
 class PairsFolder:
     train: CaptionData
     train_meta: list[dict[str, str]]  # per training image (CaptionData order): cluster, cluster_frequency, ...
-    retrieval: dict[str, CaptionData]
-    zeroshot: dict[str, ZeroShotSet]
+    retrieval: dict[str, CaptionData | KarpathyStream]
+    zeroshot: dict[str, ZeroShotSet | StreamedZeroShot]
 
 
 def _lines(path: Path) -> list[str]:
@@ -60,15 +118,33 @@ def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
     return x.round().clamp(0, 255).to(torch.uint8)
 
 
+def _templates(folder: Path) -> list[str]:
+    templates = _lines(folder / "templates.txt")
+    if not templates or any("{}" not in t for t in templates):
+        raise ValueError(f"{folder / 'templates.txt'}: every template needs a '{{}}' for the class name")
+    return templates
+
+
 def load_zeroshot(folder: Path | str, size: int) -> ZeroShotSet:
     folder = Path(folder)
     with np.load(folder / "images.npz") as npz:
         images = torch.from_numpy(np.ascontiguousarray(npz["images"].transpose(0, 3, 1, 2)))
         labels = torch.from_numpy(npz["labels"].astype(np.int64))
-    templates = _lines(folder / "templates.txt")
-    if not templates or any("{}" not in t for t in templates):
-        raise ValueError(f"{folder / 'templates.txt'}: every template needs a '{{}}' for the class name")
+    templates = _templates(folder)
     return ZeroShotSet(_resize(images, size), labels, _lines(folder / "classnames.txt"), templates)
+
+
+def stream_zeroshot(folder: Path | str, size: int) -> StreamedZeroShot:
+    """The zero-shot set of ``folder`` as :func:`load_zeroshot` reads it, its images left on disk (read by
+    :meth:`StreamedZeroShot.batches`); only the labels are loaded."""
+    folder = Path(folder)
+    with np.load(folder / "images.npz") as npz:
+        labels = torch.from_numpy(npz["labels"].astype(np.int64))
+    with zipfile.ZipFile(folder / "images.npz") as archive, archive.open("images.npy") as f:
+        shape, _ = _npy_header(f, folder / "images.npz")
+    if shape[0] != len(labels):
+        raise ValueError(f"{folder / 'images.npz'}: {shape[0]} images but {len(labels)} labels")
+    return StreamedZeroShot(folder / "images.npz", size, labels, _lines(folder / "classnames.txt"), _templates(folder))
 
 
 def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
@@ -81,19 +157,32 @@ def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
     return [by_image.get(image_id, missing) for image_id in train.image_ids]
 
 
-def load_pairs_folder(root: Path | str, size: int, train: bool = True, evaluation: bool = True) -> PairsFolder:
+def load_pairs_folder(root: Path | str, size: int, train: bool = True, evaluation: bool = True,
+                      stream_eval: bool = False, num_workers: int = 0) -> PairsFolder:
     """The training pairs, every ``retrieval_*`` set and every ``zeroshot/*`` set of ``root`` at ``size`` pixels.
 
     ``train=False``: the evaluation sets only (``PairsFolder.train`` empty), for runs that stream the training
     pairs (:class:`TrainPairsStream`). ``evaluation=False``: the training pairs only (no test set is read; a
-    selection run evaluates on held-out training pairs).
+    selection run evaluates on held-out training pairs). ``stream_eval`` (with ``train=False``): the evaluation
+    sets streamed (:class:`StreamedZeroShot`, :class:`~isogclr.data.captions.KarpathyStream`, retrieval images
+    decoded in ``num_workers`` DataLoader workers), not loaded.
     """
     root = Path(root)
     ensure_tracked(root)  # a generated folder with a manifest <root>.json: rebuilt when missing or stale
+    if stream_eval and train:
+        raise ValueError("load_pairs_folder: stream_eval needs train=False (streamed runs stream their training "
+                         "pairs with TrainPairsStream)")
     if not train:
-        retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
-                     for p in sorted(root.glob("retrieval_*/dataset.json"))}
-        zeroshot = {p.parent.name: load_zeroshot(p.parent, size) for p in sorted(root.glob("zeroshot/*/images.npz"))}
+        if stream_eval:
+            retrieval = {p.parent.name: karpathy_stream(p, p.parent, size=size, num_workers=num_workers)
+                         for p in sorted(root.glob("retrieval_*/dataset.json"))}
+            zeroshot = {p.parent.name: stream_zeroshot(p.parent, size)
+                        for p in sorted(root.glob("zeroshot/*/images.npz"))}
+        else:
+            retrieval = {p.parent.name: load_karpathy(p, p.parent, size=size)
+                         for p in sorted(root.glob("retrieval_*/dataset.json"))}
+            zeroshot = {p.parent.name: load_zeroshot(p.parent, size)
+                        for p in sorted(root.glob("zeroshot/*/images.npz"))}
         empty = CaptionData(torch.zeros((0, 3, size, size), dtype=torch.uint8), [], torch.zeros(0, dtype=torch.int64),
                             [])
         return PairsFolder(empty, [], retrieval, zeroshot)

@@ -1,11 +1,24 @@
-"""Zero-shot image-text retrieval and classification (the CLIP / Karpathy protocols)."""
+"""Zero-shot image-text retrieval and classification (the CLIP / Karpathy protocols).
+
+The metrics take features; :func:`encode_batches` makes them from a set given as an iterable of batches (in
+memory: a tensor's splits; streamed: a loader's batches), keeping only the features, so evaluating a set whose
+images do not fit in memory costs n x d floats plus the batches in flight.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
+
+
+@torch.no_grad()
+def encode_batches(encode: Callable[[torch.Tensor], torch.Tensor], batches: Iterable[torch.Tensor]) -> torch.Tensor:
+    """(n, d) features of a set given as ``batches``: ``encode(batch)`` of each in turn, moved to the CPU and
+    concatenated; a batch is released once encoded."""
+    return torch.cat([encode(batch).cpu() for batch in batches])
 
 
 @torch.no_grad()
@@ -24,9 +37,10 @@ def retrieval_recall(image_x: torch.Tensor, text_x: torch.Tensor, text_to_image:
     ir_scores = sim.T  # (N_txt, N_img)
     true_ir = ir_scores.gather(1, text_to_image[:, None])
     ir_rank = (ir_scores > true_ir).sum(1)
-    # TR: for each image, the best rank among its captions
-    owner = F.one_hot(text_to_image, num_classes=len(image_x)).T.bool()  # (N_img, N_txt)
-    best_true = sim.masked_fill(~owner, float("-inf")).max(1, keepdim=True).values
+    # TR: for each image, the best rank among its captions: the best score of its own captions (-inf without any),
+    # taken per caption (no N_img x N_txt mask: the similarity and one comparison are the only quadratic memory)
+    own = true_ir[:, 0]  # (N_txt,) each caption's score with its image
+    best_true = sim.new_full((len(image_x),), float("-inf")).scatter_reduce(0, text_to_image, own, "amax")[:, None]
     tr_rank = (sim > best_true).sum(1)
     for k in ks:
         out[f"ir_r{k}"] = 100.0 * (ir_rank < k).float().mean().item()

@@ -48,6 +48,7 @@ from ..data.splits import holdout_pairs
 from ..data.streaming import check_distinct, pair_transform
 from ..eval.retrieval import (
     class_embeddings,
+    encode_batches,
     retrieval_chance,
     retrieval_recall,
     zero_shot_accuracy,
@@ -116,13 +117,14 @@ class Evaluator:
                               enabled=self.device.type == "cuda" and self.cfg.train.precision == "bf16")
 
     @torch.no_grad()
-    def images(self, model: BimodalModel, images: torch.Tensor) -> torch.Tensor:
-        out = []
-        for chunk in images.split(self.cfg.train.eval_batch_size):
+    def images(self, model: BimodalModel, images) -> torch.Tensor:
+        """Features of an evaluation set's images (in memory or streamed: its ``batches``, one code path)."""
+        def encode(chunk: torch.Tensor) -> torch.Tensor:
             x = ((chunk.float() / 255.0 - self.mean) / self.std).to(self.device)
             with self._autocast():
-                out.append(model.encode_image(x).cpu())
-        return torch.cat(out)
+                return model.encode_image(x)
+
+        return encode_batches(encode, images.batches(self.cfg.train.eval_batch_size))
 
     @torch.no_grad()
     def texts_of(self, model: BimodalModel, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -135,13 +137,13 @@ class Evaluator:
 
     def retrieval(self, model: BimodalModel, name: str) -> dict[str, float]:
         ret = self.data.retrieval[name]
-        return retrieval_recall(self.images(model, ret.images), self.texts_of(model, *self.texts[name]),
+        return retrieval_recall(self.images(model, ret), self.texts_of(model, *self.texts[name]),
                                 ret.image_index)
 
     def zeroshot(self, model: BimodalModel, name: str) -> dict[str, float]:
         zs = self.data.zeroshot[name]
         prompts = self.texts_of(model, *self.prompts[name]).split(len(zs.templates))
-        return zero_shot_accuracy(self.images(model, zs.images), zs.labels, class_embeddings(list(prompts)))
+        return zero_shot_accuracy(self.images(model, zs), zs.labels, class_embeddings(list(prompts)))
 
     def chance(self) -> dict[str, float]:
         """Every metric of :meth:`__call__` for a random ranking (the no-learning row of the image-text tables)."""
@@ -286,8 +288,9 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untr
             data = holdout_pairs(data, cfg.validation_fraction)
     elif cfg.validation_fraction:
         raise ValueError("bimodal_tuning with bimodal.stream: a held-out split of streamed pairs is not supported")
-    else:  # CC3M scale: training pairs streamed (train/*.tar or train/captions.tsv), evaluation sets in memory
-        data = load_pairs_folder(t.data, t.image_size, train=False)
+    else:  # CC3M scale: training pairs streamed (train/*.tar or train/captions.tsv), evaluation sets streamed too
+        data = load_pairs_folder(t.data, t.image_size, train=False, stream_eval=True,
+                                 num_workers=cfg.stream.num_workers)
         pairs = TrainPairsStream(t.data, pair_transform(t.image_size, t.crop_scale_min, t.flip_p), t.batch_size,
                                  cfg.seed, cfg.stream.num_workers, cfg.stream.prefetch_factor,
                                  cfg.stream.pin_memory and device.type == "cuda")
