@@ -234,3 +234,21 @@ def test_the_emc2_report_writes_its_tables_without_wall_clock():
             assert "seconds" not in ast.unparse(node.args[0])
     assert 'study.convergence["train_seconds"]' not in source and 'study.augmentations["train_seconds"]' not in source
     assert "convergence_seconds(" in source  # the times still come from the timing record
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_encoder_init_names_the_file_and_the_stage_to_rerun(tmp_path, damage):
+    """model.encoder.init / bimodal.image_encoder.init: a truncated or empty encoder.pt is named, with the fix."""
+    from isogclr.models.encoders import EncoderConfig, build_encoder
+
+    cfg = EncoderConfig(arch="resnet10", width=4)
+    path = tmp_path / "runs" / "pretrain-s0" / "artifacts" / "encoder.pt"
+    path.parent.mkdir(parents=True)
+    iso_io.save_torch(build_encoder(cfg).state_dict(), path)
+    build_encoder(EncoderConfig(arch="resnet10", width=4, init=str(path)))  # the intact file loads
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        build_encoder(EncoderConfig(arch="resnet10", width=4, init=str(path)))
+    message = str(err.value)
+    assert str(path) in message and "model.encoder.init" in message and "rerun the stage that writes it" in message
