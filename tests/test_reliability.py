@@ -53,7 +53,7 @@ class _TinyTask:
 def _fit(ckpt: Path, **kwargs) -> list[dict]:
     task = _TinyTask()
     return fit(task, total_steps=task.epochs * task.steps_per_epoch, warmup_steps=0, final_lr_fraction=1.0,
-               ckpt_path=ckpt, curves_dir=None, **kwargs)
+               ckpt_path=ckpt, **{"curves_dir": None, **kwargs})
 
 
 class _Planted:
@@ -146,6 +146,43 @@ def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_pa
         holder.kill()
         holder.wait()
     assert len(_fit(ckpt)) == 2  # the holder is gone: its lock went with it
+
+
+def test_a_second_run_on_the_same_run_folder_is_refused_even_with_another_checkpoint(tmp_path):
+    """Two runs writing one run folder (the trainers' curves_dir is <run folder>/dvclive) with different checkpoint
+    folders: the second is refused, naming the holder, before it writes anything."""
+    run_dir = tmp_path / "runs" / "tiny-s0"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from isogclr.io import held_by_one
+        with held_by_one({str(run_dir / "local" / "run.lock")!r}, "run tiny"):
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(iso_io.BusyError) as err:
+            _fit(tmp_path / "other_checkpoints" / "checkpoint.pt", curves_dir=run_dir / "dvclive")
+        assert f"pid {holder.pid}" in str(err.value) and str(run_dir) in str(err.value)
+        assert not (run_dir / "dvclive").exists() and not (tmp_path / "other_checkpoints" / "checkpoint.pt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_holds_its_run_folder_lock_while_it_trains(tmp_path):
+    run_dir = tmp_path / "runs" / "tiny-s0"
+    seen = []
+
+    def probe(epoch: int) -> None:  # a second writer of the same run folder, another checkpoint folder
+        with pytest.raises(iso_io.BusyError, match="run folder"):
+            _fit(tmp_path / "b" / "checkpoint.pt", run_dir=run_dir)
+        seen.append(epoch)
+
+    _fit(tmp_path / "a" / "checkpoint.pt", run_dir=run_dir, on_epoch_end=probe)
+    assert seen == [1, 2]
+    assert len(_fit(tmp_path / "b" / "checkpoint.pt", run_dir=run_dir)) == 2  # released when the run ends
 
 
 def test_held_by_one_is_released_after_the_block(tmp_path):
