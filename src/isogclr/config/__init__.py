@@ -27,7 +27,7 @@ _EXPORTS = {
     "bimodal": (
         "BIMODAL_LISTS", "BimodalRunConfig", "BimodalTrainConfig", "bimodal_paper_rows", "bimodal_run_config",
         "bimodal_run_id", "bimodal_runs", "bimodal_settings", "bimodal_study_run_config", "bimodal_study_spec",
-        "validate_bimodal",
+        "pair_spec", "validate_bimodal",
     ),
     "convergence": (
         "CONVERGENCE_METHODS", "ConvergenceConfig", "ConvergenceStudy", "convergence_config", "convergence_study",
@@ -35,7 +35,7 @@ _EXPORTS = {
     ),
     "core": (
         "TABLE_SECTIONS", "ConfigError", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig",
-        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile", "missing_datasets", "pair_spec",
+        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile", "missing_datasets",
         "profile_text", "run_config", "run_id", "search_points", "synthetic_spec",
     ),
     "reports": (

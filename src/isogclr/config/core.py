@@ -20,7 +20,6 @@ from ..data.augment import AugmentConfig
 from ..data.fashion_mnist import FashionMnistMiniSpec
 from ..data.streaming import STREAMS, StreamConfig
 from ..data.synthetic import SyntheticSpec
-from ..data.synthetic_pairs import PairSpec
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
@@ -467,10 +466,6 @@ def fashion_mnist_mini_spec(params: dict[str, Any]) -> FashionMnistMiniSpec:
     if "per_class" in raw:
         raw["per_class"] = tuple(raw["per_class"])
     return _typed(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
-
-
-def pair_spec(params: dict[str, Any]) -> PairSpec:
-    return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:

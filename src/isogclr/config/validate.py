@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..data import DATASETS
-from .bimodal import bimodal_study_run_config, bimodal_study_spec, validate_bimodal
+from .bimodal import bimodal_study_run_config, bimodal_study_spec, pair_spec, validate_bimodal
 from .convergence import validate_convergence
 from .core import (
     TABLE_SECTIONS,
@@ -20,7 +20,6 @@ from .core import (
     _shared_sections,
     check_finite,
     fashion_mnist_mini_spec,
-    pair_spec,
     run_config,
     run_id,
     synthetic_spec,
