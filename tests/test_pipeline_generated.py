@@ -64,7 +64,7 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
     files = {
         "__init__.py": "",
         "a.py": "from . import b\n\ndef f():\n    from .sub.c import g\n    return g\n",
-        "b.py": "import os\n",
+        "b.py": "import os\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .unused import T\n",
         "sub/__init__.py": "",
         "sub/c.py": "from ..d import h\n",
         "d.py": "",
@@ -73,6 +73,7 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
     for name, text in files.items():
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(textwrap.dedent(text))
+    # an import under `if TYPE_CHECKING:` (for annotations) never runs: unused.py is not a dependency
     assert module_closure(("isogclr.a",), tmp_path) == [
         f"src/isogclr/{n}" for n in ("__init__.py", "a.py", "b.py", "d.py", "sub/__init__.py", "sub/c.py")]
 
@@ -147,21 +148,28 @@ def _unimodal_stages(params, pipeline):
         yield f"study_{name}", spec["methods"], [spec["dataset"]]
 
 
-# the modules only image-text runs use: the bimodal losses (but the ones a unimodal loss builds on, none today)
-IMAGE_TEXT_ONLY = sorted({_path(loss_module(n)) for n in losses_of("bimodal")})
+# the modules only image-text runs use: the bimodal losses (but the ones a unimodal loss builds on, none today),
+# the text encoder and the image-text model, the caption and pair loaders, the generated pairs, their config
+IMAGE_TEXT_LOSSES = sorted({_path(loss_module(n)) for n in losses_of("bimodal")})
+IMAGE_TEXT_ONLY = sorted({*IMAGE_TEXT_LOSSES, *(f"src/isogclr/{m}.py" for m in (
+    "models/text", "models/bimodal", "data/captions", "data/pairs_folder", "data/webdataset", "data/synthetic_pairs",
+    "config/bimodal", "train/bimodal"))})
 
 
 def test_image_text_modules_are_not_in_any_unimodal_run(params, pipeline):
-    """Editing an image-text loss (losses/cyclip.py, ...) leaves every unimodal run up to date: it is in no
-    unimodal training stage's dependencies, and it is in the image-text stages'."""
-    assert "src/isogclr/losses/cyclip.py" in IMAGE_TEXT_ONLY and len(IMAGE_TEXT_ONLY) == 5
+    """Editing an image-text module (losses/cyclip.py, models/text.py, data/captions.py, config/bimodal.py, ...)
+    leaves every unimodal run up to date: it is in no unimodal training stage's dependencies, and it is in the
+    image-text stages'."""
+    assert "src/isogclr/losses/cyclip.py" in IMAGE_TEXT_LOSSES and len(IMAGE_TEXT_LOSSES) == 5
     stages = list(_unimodal_stages(params, pipeline))
     assert {s for s, _, _ in stages} >= {"train", "tune", "study_rho"}
     for stage, _, _ in stages:
         deps = pipeline["stages"][stage]["deps"]
-        assert not set(IMAGE_TEXT_ONLY) & set(deps), stage
+        assert not set(IMAGE_TEXT_ONLY) & set(deps), (stage, sorted(set(IMAGE_TEXT_ONLY) & set(deps)))
         assert not any(d.startswith("src/isogclr/config/") and d.endswith(("convergence.py", "reports.py"))
                        for d in deps), stage
+    for stage in ("train_bimodal", "tune_bimodal"):  # the image-text runs list them (the losses: their methods')
+        assert set(IMAGE_TEXT_ONLY) - set(IMAGE_TEXT_LOSSES) <= set(pipeline["stages"][stage]["deps"]), stage
     cyclip = [name for name, stage in pipeline["stages"].items() if "src/isogclr/losses/cyclip.py" in stage["deps"]]
     image_text = {"train_bimodal", "train_bimodal_side", "tune_bimodal",
                   *(f"study_{name}" for name in params.get("bimodal_studies") or {})}

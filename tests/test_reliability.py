@@ -53,7 +53,7 @@ class _TinyTask:
 def _fit(ckpt: Path, **kwargs) -> list[dict]:
     task = _TinyTask()
     return fit(task, total_steps=task.epochs * task.steps_per_epoch, warmup_steps=0, final_lr_fraction=1.0,
-               ckpt_path=ckpt, curves_dir=None, **kwargs)
+               ckpt_path=ckpt, **{"curves_dir": None, **kwargs})
 
 
 class _Planted:
@@ -148,6 +148,43 @@ def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_pa
     assert len(_fit(ckpt)) == 2  # the holder is gone: its lock went with it
 
 
+def test_a_second_run_on_the_same_run_folder_is_refused_even_with_another_checkpoint(tmp_path):
+    """Two runs writing one run folder (the trainers' curves_dir is <run folder>/dvclive) with different checkpoint
+    folders: the second is refused, naming the holder, before it writes anything."""
+    run_dir = tmp_path / "runs" / "tiny-s0"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from isogclr.io import held_by_one
+        with held_by_one({str(run_dir / "local" / "run.lock")!r}, "run tiny"):
+            print("held", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(iso_io.BusyError) as err:
+            _fit(tmp_path / "other_checkpoints" / "checkpoint.pt", curves_dir=run_dir / "dvclive")
+        assert f"pid {holder.pid}" in str(err.value) and str(run_dir) in str(err.value)
+        assert not (run_dir / "dvclive").exists() and not (tmp_path / "other_checkpoints" / "checkpoint.pt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_holds_its_run_folder_lock_while_it_trains(tmp_path):
+    run_dir = tmp_path / "runs" / "tiny-s0"
+    seen = []
+
+    def probe(epoch: int) -> None:  # a second writer of the same run folder, another checkpoint folder
+        with pytest.raises(iso_io.BusyError, match="run folder"):
+            _fit(tmp_path / "b" / "checkpoint.pt", run_dir=run_dir)
+        seen.append(epoch)
+
+    _fit(tmp_path / "a" / "checkpoint.pt", run_dir=run_dir, on_epoch_end=probe)
+    assert seen == [1, 2]
+    assert len(_fit(tmp_path / "b" / "checkpoint.pt", run_dir=run_dir)) == 2  # released when the run ends
+
+
 def test_held_by_one_is_released_after_the_block(tmp_path):
     with iso_io.held_by_one(tmp_path / "x.lock", "x"):
         with pytest.raises(iso_io.BusyError):
@@ -234,3 +271,21 @@ def test_the_emc2_report_writes_its_tables_without_wall_clock():
             assert "seconds" not in ast.unparse(node.args[0])
     assert 'study.convergence["train_seconds"]' not in source and 'study.augmentations["train_seconds"]' not in source
     assert "convergence_seconds(" in source  # the times still come from the timing record
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_broken_encoder_init_names_the_file_and_the_stage_to_rerun(tmp_path, damage):
+    """model.encoder.init / bimodal.image_encoder.init: a truncated or empty encoder.pt is named, with the fix."""
+    from isogclr.models.encoders import EncoderConfig, build_encoder
+
+    cfg = EncoderConfig(arch="resnet10", width=4)
+    path = tmp_path / "runs" / "pretrain-s0" / "artifacts" / "encoder.pt"
+    path.parent.mkdir(parents=True)
+    iso_io.save_torch(build_encoder(cfg).state_dict(), path)
+    build_encoder(EncoderConfig(arch="resnet10", width=4, init=str(path)))  # the intact file loads
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(iso_io.UnreadableFileError) as err:
+        build_encoder(EncoderConfig(arch="resnet10", width=4, init=str(path)))
+    message = str(err.value)
+    assert str(path) in message and "model.encoder.init" in message and "rerun the stage that writes it" in message

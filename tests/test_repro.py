@@ -152,3 +152,39 @@ def test_stages_run_the_interpreter_that_runs_the_pipeline(tmp_path):
         "/bin/sh", "-c", f"python -c 'import sys; open(\"{out}\", \"w\").write(sys.prefix)'"], 1, env=env,
         log=lambda line: None)
     assert failed == [] and out.read_text() == sys.prefix
+
+
+def test_a_failed_stage_leaves_its_committed_outputs_as_they_were(tmp_path, monkeypatch, capsys):
+    """DVC removes a stage's outputs before its command runs; when the command then fails, the runner puts back
+    the outputs git tracks, byte for byte (an untracked output is left as DVC left it)."""
+    import subprocess
+
+    import yaml
+
+    import isogclr.pipeline
+    from isogclr import repro as runner
+    from isogclr import timing
+
+    monkeypatch.setattr(isogclr.pipeline, "main", lambda *a, **k: 0)  # dvc.yaml is the tiny one, not generated
+    monkeypatch.delenv(timing.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=tmp_path, check=True)
+    stage = {"cmd": "mkdir -p out && printf 'committed\\n' > out/table.csv && printf 'x' > scratch.txt",
+             "outs": [{"out": {"cache": False}}, {"scratch.txt": {"cache": False}}]}
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"a": stage}}))
+    (tmp_path / "params.yaml").write_text("{}\n")
+    (tmp_path / ".gitignore").write_text("/scratch.txt\n/timing.csv*\n/reports/\n")
+    assert runner.repro(tmp_path, jobs=1) == 0
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "results"], cwd=tmp_path, check=True)
+    committed = (tmp_path / "out" / "table.csv").read_bytes()
+    stage["cmd"] = "printf 'half' > out.partial && exit 3"  # a changed command that fails: the stage is stale
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"a": stage}}))
+    capsys.readouterr()
+    assert runner.repro(tmp_path, jobs=1) == 1
+    assert (tmp_path / "out" / "table.csv").read_bytes() == committed
+    assert not (tmp_path / "scratch.txt").exists()  # not git's: DVC removed it, the runner does not invent it
+    err = capsys.readouterr().err
+    assert "failed: a" in err and "restored from git's HEAD (1 files)" in err

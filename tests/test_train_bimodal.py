@@ -61,7 +61,7 @@ def test_run_writes_metrics_in_range(tmp_path, params, _timing_record):
     assert timing.read(_timing_record)[0]["run"] == timing.run_key(run)
     files = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and "dvclive" not in p.parts}
     assert files == {"metrics.json", "train_log.csv", "artifacts/config.json", "artifacts/tokenizer.json",
-                     "local/model.pt"}
+                     "local/model.pt", "local/run.lock"}
     state = torch.load(run / "local" / "model.pt", weights_only=True)  # float32, for the user only
     assert state and all(isinstance(v, torch.Tensor) for v in state.values())
     assert not (run / "artifacts" / "tau.csv").exists()  # a global temperature: no per-pair file
@@ -80,8 +80,9 @@ def test_resume_after_interruption_gives_the_same_result(tmp_path, params, monke
     with pytest.raises(KeyboardInterrupt):
         bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
     assert (tmp_path / "ckpt" / "checkpoint.pt").exists()
-    # an interrupted run has written its live curves only: no metrics, no artifacts
-    assert [p.name for p in (tmp_path / "resumed").iterdir()] == ["dvclive"]
+    # an interrupted run has written its live curves only (and its lock file, local/run.lock): no metrics, no artifacts
+    assert sorted(p.name for p in (tmp_path / "resumed").iterdir()) == ["dvclive", "local"]
+    assert [p.name for p in (tmp_path / "resumed" / "local").iterdir()] == ["run.lock"]
     monkeypatch.undo()
     resumed = bimodal.train_bimodal_run(cfg, tmp_path / "resumed", tmp_path / "ckpt")
     assert resumed == straight

@@ -3,8 +3,8 @@ the one file lock, :func:`locked`, for read-modify-write cycles shared between p
 :func:`held_by_one`, the lock that refuses a second holder (two runs writing one run folder);
 :func:`load_torch`, the one reader of ``.pt`` files (tensors and plain containers only: a pickle cannot
 run code, and a broken file is named with what to do); :func:`generated_folder`, how a generator
-replaces its output folder (never a folder it did not write); :func:`read_lines`, text lines with the
-line number of an undecodable one.
+replaces its output folder (never a folder it did not write, recognised by :func:`meta_keys`);
+:func:`read_lines`, text lines with the line number of an undecodable one.
 
 The bottom layer's I/O helpers, used by the trainers, the analysis and the pipeline alike.
 """
@@ -29,24 +29,32 @@ os.umask(_UMASK)
 
 
 @contextlib.contextmanager
-def locked(path: Path | str) -> Iterator[None]:
-    """An exclusive advisory lock (``fcntl.flock``) on the lock file ``path``, created if missing (its
-    folder too), held for the ``with`` block: a second holder, in this or another process, waits until
-    the first one leaves the block. The file is left in place (removing it would let two processes lock
-    two different files); a no-op where ``fcntl`` is unavailable (not POSIX)."""
+def _flock(path: Path | str, wait: bool) -> Iterator[Any]:
+    """The one ``fcntl.flock`` set-up: the lock file ``path`` (created if missing, its folder too) opened and
+    locked exclusively for the ``with`` block, which gets the open file (``None`` where ``fcntl`` is unavailable,
+    not POSIX: no lock). ``wait=False``: :class:`BlockingIOError` at once if another holder has it. The file is
+    left in place: removing it would let two processes lock two different files."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover (not POSIX)
-        yield
+        yield None
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
-            yield
+            yield f
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def locked(path: Path | str) -> Iterator[None]:
+    """An exclusive advisory lock on the lock file ``path``, held for the ``with`` block: a second holder, in
+    this or another process, waits until the first one leaves the block (:func:`_flock`)."""
+    with _flock(path, wait=True):
+        yield
 
 
 class BusyError(RuntimeError):
@@ -59,29 +67,22 @@ def held_by_one(path: Path | str, what: str) -> Iterator[None]:
     process) gets :class:`BusyError` at once, naming ``what`` and the holder's pid and host (written into the
     file by the holder). The lock ends with the ``with`` block or the holder's process (a killed run leaves
     no stale lock: the kernel drops it); the file stays. A no-op where ``fcntl`` is unavailable."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover (not POSIX)
-        yield
-        return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            f = stack.enter_context(_flock(path, wait=False))
         except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "an unknown process"
+            try:
+                holder = Path(path).read_text().strip() or "an unknown process"
+            except OSError:
+                holder = "an unknown process"
             raise BusyError(f"{what} is in use by {holder} (lock file {path}): wait for it to finish, or stop it; "
                             "two processes writing one run would overwrite each other's files") from None
-        try:
+        if f is not None:
             f.seek(0)
             f.truncate()
             f.write(f"pid {os.getpid()} on host {socket.gethostname()}\n")
             f.flush()
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        yield
 
 
 class UnreadableFileError(RuntimeError):
@@ -111,6 +112,16 @@ def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu")
     except (RuntimeError, OSError, EOFError, ValueError) as err:
         raise UnreadableFileError(f"{path}: cannot read this {what} ({type(err).__name__}: {err}; the file is "
                                   f"truncated or corrupt): {fix}") from None
+
+
+def meta_keys(folder: Path | str) -> set[str]:
+    """The top-level keys of ``folder/meta.json`` (empty when it is missing, unreadable or not a JSON object):
+    how a generator recognises its own output folder for :func:`generated_folder`."""
+    try:
+        meta = json.loads((Path(folder) / "meta.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    return set(meta) if isinstance(meta, dict) else set()
 
 
 @contextlib.contextmanager

@@ -22,10 +22,12 @@ What it writes, one stage family per kind of work:
 
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
-depth, including the imports inside functions; a package's ``__init__.py`` whenever one of its modules
-is imported; the module behind a name a package imports on first access), read from the source with
-:mod:`ast` (:func:`module_closure`), plus the modules a run imports by name: its methods' losses and its
-datasets' loaders (:func:`run_modules`, from the registries). An edit anywhere on a run's path therefore
+depth, including the imports inside functions, but not those under ``if TYPE_CHECKING:``, which never run;
+a package's ``__init__.py`` whenever one of its modules is imported; the module behind a name a package
+imports on first access), read from the source with :mod:`ast` (:func:`module_closure`), plus the modules a
+run imports by name: its methods' losses and its datasets' loaders (:func:`run_modules`, from the registries);
+the image-text config, which the selection code imports by name for ``bimodal_tuning`` only, is among the
+image-text stages' entry modules (:data:`BIMODAL_ENTRY`). An edit anywhere on a run's path therefore
 reruns it, and an edit elsewhere (an image-text loss, for a unimodal run) does not. The command-line
 dispatcher (``cli.py``) is left out on purpose: it only parses arguments and calls the entry modules named
 here, and listing it would make every stage depend on every command; so is the validation of the whole
@@ -196,12 +198,26 @@ def _module_file(module: str, root: Path) -> Path | None:
     return None
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    return skipped
+
+
 def module_imports(path: Path, module: str) -> set[str]:
-    """Every ``isogclr`` module that ``path`` (module ``module``) imports, anywhere in its body."""
+    """Every ``isogclr`` module that ``path`` (module ``module``) imports, anywhere in its body, except in an
+    ``if TYPE_CHECKING:`` block (an import for annotations, which never runs)."""
     is_package = path.name == "__init__.py"
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -13,6 +13,9 @@ How it works, using only what DVC provides:
   ``dvc --wait-for-lock repro --single-item <stage>``. DVC releases its repository lock while a
   stage's command runs and takes it again to record the result, so ``dvc.lock`` is written by
   one process at a time; each stage's outputs carry DVC's own per-path read/write locks.
+* A failed stage costs no committed file: DVC removes a stage's outputs before its command runs, so the outputs
+  of a failed stage that git tracks are put back as ``HEAD`` has them (:func:`restore_committed`), and the error
+  line says so.
 * When the schedule is done, a plain ``dvc repro`` runs; it finds nothing to do unless a stage
   was missed, and it is the same check a researcher would run.
 * With ``force`` (``--force``, ``make repro FORCE=1``) every stage runs, up to date or not, each as
@@ -148,6 +151,25 @@ def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, st
     return env
 
 
+def restore_committed(root: Path, paths: Sequence[str]) -> list[str]:
+    """Put back the files under ``paths`` (relative to ``root``) as git's ``HEAD`` has them: a failed stage's
+    outputs, which DVC removed before running its command, so that a failure does not cost a committed file.
+    Only files ``HEAD`` holds are touched (an output DVC caches and git ignores is left to ``dvc checkout``), the
+    index is left alone. Returns the restored files; ``[]`` outside a git checkout or without git."""
+    if not paths:
+        return []
+    try:
+        listed = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths], cwd=root,
+                                capture_output=True, check=True)
+        files = [f for f in listed.stdout.decode().split("\0") if f]
+        if files:
+            subprocess.run(["git", "restore", "--source=HEAD", "--worktree", "--", *files], cwd=root,
+                           capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return files
+
+
 def stage_outputs(root: Path) -> dict[str, list[str]]:
     """Each stage's declared outputs (metrics and plots included), as paths relative to ``root``."""
     from dvc.repo import Repo
@@ -237,7 +259,10 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
         print(f"wrote {write_stage_log(times, outputs, root, jobs, force, len(upstream))} and reports/timing.md",
               flush=True)
     if failed:
-        print(f"failed: {', '.join(failed)}; their output is above", file=sys.stderr)
+        restored = restore_committed(root, [o for stage in failed for o in outputs.get(stage, [])])
+        kept = (f"; their committed outputs were restored from git's HEAD ({len(restored)} files), as they were "
+                "before the run" if restored else "")
+        print(f"failed: {', '.join(failed)}; their output is above{kept}", file=sys.stderr)
         return 1
     print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
           flush=True)

@@ -10,7 +10,7 @@ instead of after an hour of training. The parts, each a module of this package (
 * :mod:`.reports`: the typed sections the report notebooks read;
 * :mod:`.convergence`: EMC2's convergence study;
 
-and :mod:`.validate`: :func:`validate_params`, which checks them all.
+and :mod:`.validate`: :func:`validate_params`, which checks them all, and :func:`missing_datasets`.
 
 Every name is importable from the package (``from isogclr.config import run_config``); the package imports
 the module that defines a name on first access, so a run imports (and its pipeline stage depends on) the
@@ -27,7 +27,7 @@ _EXPORTS = {
     "bimodal": (
         "BIMODAL_LISTS", "BimodalRunConfig", "BimodalTrainConfig", "bimodal_paper_rows", "bimodal_run_config",
         "bimodal_run_id", "bimodal_runs", "bimodal_settings", "bimodal_study_run_config", "bimodal_study_spec",
-        "validate_bimodal",
+        "pair_spec", "validate_bimodal",
     ),
     "convergence": (
         "CONVERGENCE_METHODS", "ConvergenceConfig", "ConvergenceStudy", "convergence_config", "convergence_study",
@@ -35,7 +35,7 @@ _EXPORTS = {
     ),
     "core": (
         "TABLE_SECTIONS", "ConfigError", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig",
-        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile", "missing_datasets", "pair_spec",
+        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile",
         "profile_text", "run_config", "run_id", "search_points", "synthetic_spec",
     ),
     "reports": (
@@ -51,7 +51,7 @@ _EXPORTS = {
         "tuning_section", "tuning_spec", "validate_tuning", "with_selection",
     ),
     "validate": (
-        "validate_params",
+        "missing_datasets", "validate_params",
     ),
 }
 _LAZY = {name: f"{__name__}.{module}" for module, names in _EXPORTS.items() for name in names}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.streaming import StreamConfig
+from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
 from .core import ConfigError, MethodConfig, _method, _typed
 from .studies import BimodalStudySpec, _study_params, study_run_dir
@@ -217,3 +218,8 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
+
+
+def pair_spec(params: dict[str, Any]) -> PairSpec:
+    """``data.synthetic_pairs``: the spec of the generated image-text pairs (:mod:`isogclr.data.synthetic_pairs`)."""
+    return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")

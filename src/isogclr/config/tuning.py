@@ -1,19 +1,24 @@
 """The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces, candidate runs, and
 the selection the tuned runs read.
+
+The image-text config (:mod:`.bimodal`) is imported by name (:func:`_bimodal`) when a ``bimodal_tuning``
+method is used, so that a unimodal run, which reads its selection here, imports no image-text code and its
+pipeline stage does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
-from .bimodal import BimodalRunConfig, _bimodal_method, bimodal_run_config
 from .core import (
     SEARCH,
     TABLE_SECTIONS,
@@ -25,6 +30,9 @@ from .core import (
     run_config,
     search_points,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .bimodal import BimodalRunConfig
 
 TUNING_DIR = "tuning"
 # the selection sections of params.yaml: the unimodal comparison's (scored by linear-probe top-1 on a
@@ -96,6 +104,11 @@ def tuning_section(params: dict[str, Any], method: str) -> str:
     raise ConfigError(f"tuning.methods: {method!r} is not tuned (tuned methods: {sorted(tuned)})")
 
 
+def _bimodal() -> ModuleType:
+    """The image-text config, :mod:`isogclr.config.bimodal` (imported by name: see the module's doc)."""
+    return importlib.import_module(f"{__package__}.bimodal")
+
+
 def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
     """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
     section = tuning_section(params, method)
@@ -110,8 +123,8 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
                           f"{spec.candidates} (the same budget for every method)")
     for i, candidate in enumerate(found):
         try:
-            (_bimodal_method if section == "bimodal_tuning" else _method)(_with_knobs(params, method, candidate),
-                                                                          method)
+            check = _bimodal()._bimodal_method if section == "bimodal_tuning" else _method
+            check(_with_knobs(params, method, candidate), method)
         except ConfigError as err:
             raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
     return found
@@ -134,7 +147,7 @@ def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
     tuned = _with_knobs(params, method, tuning_candidates(params, method)[candidate])
     if section == "bimodal_tuning":
         tuned["bimodal"] = {**tuned["bimodal"], "epochs": spec.epochs}
-        cfg = bimodal_run_config(tuned, method, seed)
+        cfg = _bimodal().bimodal_run_config(tuned, method, seed)
     else:
         tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
         tuned["train"].pop("epochs_by_dataset", None)

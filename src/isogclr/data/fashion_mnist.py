@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..io import generated_folder
+from ..io import generated_folder, meta_keys
 from .base import ImageData, long_tailed_positions, register_dataset
 from .folder import image_folder
 
@@ -146,11 +146,7 @@ def write_fashion_mnist_mini(spec: FashionMnistMiniSpec, root: Path, out_dir: Pa
 
 def _own_output(folder: Path) -> bool:
     """Whether ``folder`` looks like :func:`write_fashion_mnist_mini`'s output (its meta.json)."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and set(meta) == {"spec", "images"}
+    return meta_keys(folder) == {"spec", "images"}
 
 
 def _write_subset(spec: FashionMnistMiniSpec, root: Path, tmp: Path) -> dict[str, int]:

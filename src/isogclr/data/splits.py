@@ -7,17 +7,23 @@ labels and ``seed`` (not on the run's seed), so every method and candidate sees 
 
 For image-text pairs, :func:`holdout_pairs` holds out whole images (stratified by their semantic cluster when
 the folder has one, so no validation image is ever seen in training) with all their captions, as a retrieval
-set named ``validation``; the folder's own retrieval and zero-shot sets (its test sets) are dropped.
+set named ``validation``; the folder's own retrieval and zero-shot sets (its test sets) are dropped. It builds
+its results with the types of its arguments (``type(data)(...)``), so this module imports no image-text
+module: a unimodal run, which imports it for :func:`validation_split`, does not depend on the caption code.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .base import ImageData
-from .captions import CaptionData
-from .pairs_folder import PairsFolder
+
+if TYPE_CHECKING:  # annotations only: a unimodal run imports no image-text module (nor depends on one)
+    from .captions import CaptionData
+    from .pairs_folder import PairsFolder
 
 
 def validation_positions(labels: np.ndarray, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -47,8 +53,8 @@ def _pairs_of(data: CaptionData, images: np.ndarray) -> CaptionData:
     new_position = torch.full((len(data.images),), -1, dtype=torch.int64)
     new_position[torch.from_numpy(images)] = torch.arange(len(images))
     kept = torch.nonzero(new_position[data.image_index] >= 0).flatten()
-    return CaptionData(data.images[torch.from_numpy(images)], [data.captions[i] for i in kept.tolist()],
-                       new_position[data.image_index[kept]], [data.image_ids[i] for i in images.tolist()])
+    return type(data)(data.images[torch.from_numpy(images)], [data.captions[i] for i in kept.tolist()],
+                      new_position[data.image_index[kept]], [data.image_ids[i] for i in images.tolist()])
 
 
 def holdout_pairs(data: PairsFolder, fraction: float, seed: int = 0) -> PairsFolder:
@@ -59,5 +65,5 @@ def holdout_pairs(data: PairsFolder, fraction: float, seed: int = 0) -> PairsFol
     clusters = [m.get("cluster", "-1") for m in meta]
     labels = np.array([int(c) for c in clusters]) if meta and "-1" not in clusters else np.zeros(len(data.train.images))
     train, val = validation_positions(labels, fraction, seed)
-    return PairsFolder(_pairs_of(data.train, train), [meta[i] for i in train.tolist()] if meta else [],
-                       {"validation": _pairs_of(data.train, val)}, {})
+    return type(data)(_pairs_of(data.train, train), [meta[i] for i in train.tolist()] if meta else [],
+                      {"validation": _pairs_of(data.train, val)}, {})

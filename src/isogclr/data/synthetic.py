@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import generated_folder
+from ..io import generated_folder, meta_keys
 from .base import ImageData, long_tailed_positions, register_dataset
 from .folder import image_folder
 
@@ -192,11 +192,7 @@ def write_synthetic(spec: SyntheticSpec, out_dir: Path) -> dict[str, int]:
 
 def _own_output(folder: Path) -> bool:
     """Whether ``folder`` looks like :func:`write_synthetic`'s output (its meta.json), so it may be replaced."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and {"spec", "class_names", "superclass_names"} <= set(meta)
+    return {"spec", "class_names", "superclass_names"} <= meta_keys(folder)
 
 
 def _write_variants(spec: SyntheticSpec, tmp: Path) -> dict[str, int]:

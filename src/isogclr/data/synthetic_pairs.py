@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ..io import csv_text, generated_folder, save_bytes, save_text
+from ..io import csv_text, generated_folder, meta_keys, save_bytes, save_text
 from .synthetic import FINE_PER_SUPERCLASS, LOBES, STYLES, TEXTURES, class_names, fine_classes, render
 
 COLOURS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink")
@@ -363,11 +363,7 @@ def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
 
 def _own_output(folder: Path) -> bool:
     """Whether ``folder`` looks like :func:`write_synthetic_pairs`'s output (its meta.json)."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and {"spec", "caption_templates", "zeroshot_templates"} <= set(meta)
+    return {"spec", "caption_templates", "zeroshot_templates"} <= meta_keys(folder)
 
 
 def _write_all(spec: PairSpec, out_dir: Path) -> None:

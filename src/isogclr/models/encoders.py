@@ -98,7 +98,9 @@ def _load_init(model: nn.Module, path: str) -> None:
     if not Path(path).is_file():
         raise FileNotFoundError(f"model.encoder.init: {path} not found (the run that writes it, e.g. the "
                                 f"image encoder's pre-training stage, has not run)")
-    state = load_torch(path, "encoder (model.encoder.init)", "rerun the run that exports it (the pretrain stage)")
+    state = load_torch(path, "encoder (model.encoder.init, bimodal.image_encoder.init)",
+                       "rerun the stage that writes it (the image encoder's pre-training, `dvc repro --force "
+                       "pipelines/train_pretrain/dvc.yaml`, or the run that exported it)")
     try:
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:

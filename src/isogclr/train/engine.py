@@ -21,12 +21,14 @@ Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2
   resume from it that gives the same result as an uninterrupted run. The checkpoint holds tensors, numbers,
   strings and plain containers only and is read with ``weights_only=True`` (:func:`isogclr.io.load_torch`):
   a checkpoint folder is named by the user, and a planted pickle must not run code;
-* a lock on the checkpoint (``<checkpoint>.lock``, :func:`isogclr.io.held_by_one`) for the whole run: a
-  second process training the same run with the same checkpoint folder is refused, naming the first.
+* a lock on the checkpoint (``<checkpoint>.lock``) and one on the run folder (``<run folder>/local/run.lock``),
+  :func:`isogclr.io.held_by_one`, for the whole run: a second process training the same run, with the same
+  checkpoint folder or another one, is refused, naming the first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -94,7 +96,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
         barrier: Callable[[], None] = lambda: None, is_main: bool = True,
         on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None,
-        timing_by: str = "epoch") -> list[dict]:
+        timing_by: str = "epoch", run_dir: Path | None = None) -> list[dict]:
     """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
 
     ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
@@ -103,7 +105,9 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     checkpoint (a hook for the tests that interrupt a run); ``timing_run``: the run's key in the timing
     record (its output folder, :func:`isogclr.timing.run_key`), where the main process writes every epoch's
     seconds and samples/s when the run finishes (None: not recorded); ``timing_by="step"`` records each epoch
-    as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form).
+    as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form); ``run_dir``: the
+    run's output folder, locked for the run (``<run_dir>/local/run.lock``, beside the run's untracked files; None:
+    the folder of ``curves_dir``, where the trainers write it; no lock when both are None).
     """
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
@@ -111,7 +115,14 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     if not is_main:  # the main process holds the run's lock for all of them
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
                     describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
-    with held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"), f"run {task.run_id} (checkpoint {ckpt_path})"):
+    if run_dir is None and curves_dir is not None:
+        run_dir = Path(curves_dir).parent
+    with contextlib.ExitStack() as locks:
+        locks.enter_context(held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"),
+                                        f"run {task.run_id} (checkpoint {ckpt_path})"))
+        if run_dir is not None:
+            locks.enter_context(held_by_one(Path(run_dir) / "local" / "run.lock",
+                                            f"run {task.run_id} (run folder {run_dir})"))
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
                     describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
 
