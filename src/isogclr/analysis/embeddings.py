@@ -47,7 +47,7 @@ def load_train_features(runs_dir: Path | str, run: str) -> dict[str, np.ndarray]
     blob = _exported(runs_dir, run)
     if "train" not in blob:
         raise FileNotFoundError(f"{Path(runs_dir) / run / 'artifacts' / 'features.pt'} has no train features: only "
-                                f"an exported run of a loss with per-sample temperatures on a long-tailed set keeps them")
+                                f"an exported long-tailed run of a loss with per-sample temperatures keeps them")
     return {"train": torch.as_tensor(blob["train"]).float().numpy(),
             "train_labels": torch.as_tensor(blob["train_labels"]).long().numpy()}
 
