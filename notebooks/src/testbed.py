@@ -105,7 +105,7 @@ display(Markdown("\n".join(lines)))
 
 # %%
 calibration = pd.read_csv(calibration_csv)
-display(calibration.drop(columns=["jitter", "width", "arch"]).fillna(""))
+display(calibration.drop(columns=["jitter", "width", "arch"]).astype(object).fillna(""))
 
 # %% [markdown]
 # ## The central verdicts before and after
