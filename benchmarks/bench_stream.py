@@ -282,22 +282,29 @@ def one_eval(mode: str, n: int, work: Path, workers: int, batch: int) -> dict:
             "features_sum": float(zs_x.double().sum() + ret_x.double().sum())}  # equal in both modes
 
 
-def main_eval(args) -> None:
-    for n in args.sizes:
-        print(f"generated the evaluation sets of {n} images in {generate_eval(args.work, n):.0f} s", flush=True)
+def _measure(argvs: list[list[str]], csv_path: Path) -> list[dict]:
+    """Each measurement in a fresh process of this script (its peak memory is its own), one row each (the
+    process's last printed line, JSON), written to ``csv_path``."""
     rows = []
-    for n in sorted(args.sizes):
-        for mode in ("streamed", "memory"):
-            out = subprocess.run([sys.executable, __file__, "--eval", "--one", mode, str(n), "--work", str(args.work),
-                                  "--workers", str(args.workers), "--batch", str(args.batch)], check=True,
-                                 capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(rows[-1], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with (args.out / "stream_eval.csv").open("w", newline="") as f:
+    for argv in argvs:
+        out = subprocess.run([sys.executable, __file__, *argv], check=True, capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(rows[-1], flush=True)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with csv_path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    return rows
+
+
+def main_eval(args) -> None:
+    for n in args.sizes:
+        print(f"generated the evaluation sets of {n} images in {generate_eval(args.work, n):.0f} s", flush=True)
+    rows = _measure([["--eval", "--one", mode, str(n), "--work", str(args.work), "--workers", str(args.workers),
+                      "--batch", str(args.batch)] for n in sorted(args.sizes) for mode in ("streamed", "memory")],
+                    args.out / "stream_eval.csv")
     lines = ["| evaluation sets | images per set | px | set MB (both, uint8) | features MB | seconds | images/s | "
              "peak RSS MB (all processes) | peak PSS MB | processes |", "|" + "---|" * 10]
     lines += [f"| {r['mode']} | {r['images']:,} | {r['size']} | {r['set_mb']:,} | {r['features_mb']} | "
@@ -330,20 +337,9 @@ def main() -> None:
         return
     seconds = generate(args.work, max(args.sizes))
     print(f"generated {max(args.sizes)} images + shards in {seconds:.0f} s", flush=True)
-    rows = []
-    for n in sorted(args.sizes):
-        for kind in args.layouts:
-            out = subprocess.run([sys.executable, __file__, "--one", kind, str(n), "--work", str(args.work),
-                                  "--workers", str(args.workers), "--batch", str(args.batch), "--steps",
-                                  str(args.steps)], check=True, capture_output=True, text=True,
-                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(rows[-1], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with (args.out / "stream.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    rows = _measure([["--one", kind, str(n), "--work", str(args.work), "--workers", str(args.workers), "--batch",
+                      str(args.batch), "--steps", str(args.steps)]
+                     for n in sorted(args.sizes) for kind in args.layouts], args.out / "stream.csv")
     header = ("| layout | images | px | listing MB | decode img/s/worker | step s | data wait share | "
               "peak RSS MB (all processes) | peak PSS MB | processes |")
     lines = [header, "|" + "---|" * 10]

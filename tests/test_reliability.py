@@ -6,10 +6,12 @@ generator pointed at a folder it did not write).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -126,25 +128,32 @@ def test_every_torch_load_goes_through_the_one_loader():
     assert users == ["io.py"]
 
 
-def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_path):
-    ckpt = tmp_path / "checkpoint.pt"
+@contextlib.contextmanager
+def _held_elsewhere(lock: Path) -> Iterator[subprocess.Popen]:
+    """Another process holding ``lock`` (:func:`isogclr.io.held_by_one`, as ``run tiny``) until the block ends."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sys, time
+        import time
         from isogclr.io import held_by_one
-        with held_by_one({str(ckpt) + '.lock'!r}, "run tiny"):
+        with held_by_one({str(lock)!r}, "run tiny"):
             print("held", flush=True)
             time.sleep(60)
         """)], stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
     try:
         assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_path):
+    ckpt = tmp_path / "checkpoint.pt"
+    with _held_elsewhere(Path(str(ckpt) + ".lock")) as holder:
         with pytest.raises(iso_io.BusyError) as err:
             _fit(ckpt)
         assert f"pid {holder.pid}" in str(err.value) and "run tiny" in str(err.value)
         assert not ckpt.exists()
-    finally:
-        holder.kill()
-        holder.wait()
     assert len(_fit(ckpt)) == 2  # the holder is gone: its lock went with it
 
 
@@ -152,23 +161,11 @@ def test_a_second_run_on_the_same_run_folder_is_refused_even_with_another_checkp
     """Two runs writing one run folder (the trainers' curves_dir is <run folder>/dvclive) with different checkpoint
     folders: the second is refused, naming the holder, before it writes anything."""
     run_dir = tmp_path / "runs" / "tiny-s0"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import time
-        from isogclr.io import held_by_one
-        with held_by_one({str(run_dir / "local" / "run.lock")!r}, "run tiny"):
-            print("held", flush=True)
-            time.sleep(60)
-        """)], stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(iso_io.__file__).parents[1])})
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with _held_elsewhere(run_dir / "local" / "run.lock") as holder:
         with pytest.raises(iso_io.BusyError) as err:
             _fit(tmp_path / "other_checkpoints" / "checkpoint.pt", curves_dir=run_dir / "dvclive")
         assert f"pid {holder.pid}" in str(err.value) and str(run_dir) in str(err.value)
         assert not (run_dir / "dvclive").exists() and not (tmp_path / "other_checkpoints" / "checkpoint.pt").exists()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_run_holds_its_run_folder_lock_while_it_trains(tmp_path):
