@@ -101,6 +101,26 @@ def test_study_run_config_sets_the_knob_and_overrides(smoke_params):
     assert batch.train.batch_size == 32 and batch.run_id == "batch_size/sogclr-32-s0"
 
 
+@pytest.mark.parametrize(("study", "method", "knob"), [("rho", "isogclr", "rho"), ("gamma", "sogclr", "gamma")])
+def test_a_study_of_a_state_knob_at_one_epoch_is_refused(smoke_params, study, method, knob):
+    """At one epoch every visit is a first visit, which is the same at every value of a state knob (the mini
+    profile's rho and gamma studies once gave 17.73 and 15.99 at every value): a study whose overrides set one
+    epoch is refused before any run."""
+    from isogclr.config import study_run_config
+
+    params = copy.deepcopy(smoke_params)
+    params["studies"][study]["overrides"] = {"train.epochs": 1}
+    with pytest.raises(ConfigError, match=rf"^studies.{study}.knob: {knob} of {method} .* 1 epoch"):
+        validate_params(params)
+    params["studies"][study]["overrides"] = {"train.epochs": 2}
+    assert study_run_config(params, study, method, params["studies"][study]["values"][0], 0).train.epochs == 2
+    params["studies"]["tau"]["overrides"] = {"train.epochs": 1}  # tau acts on a first visit: allowed
+    study_run_config(params, "tau", "sogclr", params["studies"]["tau"]["values"][0], 0)
+    params["studies"][study]["overrides"] = None  # one epoch from the profile (a quick run's): its author's choice
+    params["train"].update(epochs=1, epochs_by_dataset={})
+    assert study_run_config(params, study, method, params["studies"][study]["values"][0], 0).train.epochs == 1
+
+
 @pytest.mark.parametrize(("edit", "key"), [
     (lambda p: p["studies"]["rho"].update(methods=["nope"]), "studies.rho"),
     (lambda p: p["studies"]["rho"].update(dataset="cifar1000"), "studies.rho"),

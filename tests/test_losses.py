@@ -8,6 +8,7 @@ exact, so gradients must agree to float64 precision.
 
 from __future__ import annotations
 
+import inspect
 import io
 import math
 
@@ -330,3 +331,28 @@ def test_registry_and_errors():
         SogCLRLoss(10)(*features(0, dtype=torch.float32), torch.tensor([0, 0, 1, 2, 3, 4]))
     with pytest.raises(IndexError, match="out of range"):
         SogCLRLoss(3)(*features(0, dtype=torch.float32), torch.arange(B))
+
+
+_STATE_KNOB_VALUES = {"gamma": 0.5, "beta0": 0.5, "beta1": 0.5}
+# the bimodal defaults (tau_init 0.01, eta 0.01) send every tau_i of these random features to tau_min in one step
+_STATE_KNOB_BASE = {"isogclr_bimodal": {"tau_init": 0.5, "eta": 0.001}}
+
+
+def _grads_at(loss_fn, seed: int):
+    z1, z2 = features(seed)
+    return grads(loss_fn(z1, z2, torch.arange(B)), z1, z2)
+
+
+@pytest.mark.parametrize(("name", "knob"), [(name, knob) for name in sorted(LOSSES)
+                                            for knob in LOSSES[name].state_knobs])
+def test_state_knobs_act_only_from_the_second_visit(name, knob):
+    """``state_knobs``: the first visit's gradient is the same at any value (so a study of the knob at one epoch
+    compares identical runs, and is refused), the second visit's is not."""
+    base = _STATE_KNOB_BASE.get(name, {})
+    default = inspect.signature(LOSSES[name]).parameters[knob].default
+    other = _STATE_KNOB_VALUES.get(knob) or 2 * base.get(knob, default)  # rho, eta: twice the value
+    losses = [build_loss(name, B, **base).double(), build_loss(name, B, **{**base, knob: other}).double()]
+    first = [_grads_at(loss_fn, 0) for loss_fn in losses]
+    assert_close(first[0], first[1])
+    second = [_grads_at(loss_fn, 1) for loss_fn in losses]  # other features: g_i moves, tau_i has moved
+    assert max((a - b).abs().max().item() for a, b in zip(second[0], second[1], strict=True)) > 1e-6

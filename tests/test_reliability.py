@@ -158,12 +158,12 @@ def test_a_second_run_on_the_same_checkpoint_is_refused_naming_the_holder(tmp_pa
 
 
 def test_a_second_run_on_the_same_run_folder_is_refused_even_with_another_checkpoint(tmp_path):
-    """Two runs writing one run folder (the trainers' curves_dir is <run folder>/dvclive) with different checkpoint
-    folders: the second is refused, naming the holder, before it writes anything."""
+    """Two runs writing one run folder (the trainers pass it as run_dir, their curves go to <run folder>/dvclive)
+    with different checkpoint folders: the second is refused, naming the holder, before it writes anything."""
     run_dir = tmp_path / "runs" / "tiny-s0"
     with _held_elsewhere(run_dir / "local" / "run.lock") as holder:
         with pytest.raises(iso_io.BusyError) as err:
-            _fit(tmp_path / "other_checkpoints" / "checkpoint.pt", curves_dir=run_dir / "dvclive")
+            _fit(tmp_path / "other_checkpoints" / "checkpoint.pt", curves_dir=run_dir / "dvclive", run_dir=run_dir)
         assert f"pid {holder.pid}" in str(err.value) and str(run_dir) in str(err.value)
         assert not (run_dir / "dvclive").exists() and not (tmp_path / "other_checkpoints" / "checkpoint.pt").exists()
 

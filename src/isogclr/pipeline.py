@@ -145,7 +145,7 @@ REPORTS: dict[str, Report] = {
         "before and after the calibration",
         {**_RUNS, "studies_dir": "studies"},
         reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
-               "reports/testbed/verdicts_0a8d8bf.csv",
+               "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal"))),
         params=("profile", "references", "table1", "table1_real", "studies")),

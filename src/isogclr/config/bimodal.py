@@ -10,8 +10,8 @@ from typing import Any
 from ..data.streaming import StreamConfig
 from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
-from .core import ConfigError, MethodConfig, _method, _typed
-from .studies import BimodalStudySpec, _study_params, study_run_dir
+from .core import ConfigError, MethodConfig, _method, _typed, run_config_dict
+from .studies import BimodalStudySpec, _study_params, check_state_knob, study_run_dir
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,7 @@ class BimodalRunConfig:
     validation_fraction: float = 0.0  # > 0: a selection run (bimodal_tuning), scored on held-out training pairs
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
-            del out["stream"]
-        if not out["validation_fraction"]:
-            del out["validation_fraction"]
+        out = run_config_dict(self)
         if out["train"]["state_device"] == "model":  # the default: the same config.json as before the option
             del out["train"]["state_device"]
         return out
@@ -217,6 +213,7 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
         cfg = bimodal_run_config(params, method, seed)
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    check_state_knob(where, spec, method, cfg.method.loss, cfg.train.epochs, epochs_key="bimodal.epochs")
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
 
 

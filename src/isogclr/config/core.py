@@ -210,12 +210,19 @@ class RunConfig:
     validation_fraction: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        if out["stream"] is None:  # in-memory runs: the same config.json as before streaming existed
-            del out["stream"]
-        if not out["validation_fraction"]:
-            del out["validation_fraction"]
-        return out
+        return run_config_dict(self)
+
+
+def run_config_dict(cfg: Any) -> dict[str, Any]:
+    """A run config (unimodal or image-text) as its ``config.json``: the dataclass as a dict, without ``stream``
+    when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
+    in-memory, non-selection runs write the same file as before those options existed."""
+    out = dataclasses.asdict(cfg)
+    if out["stream"] is None:
+        del out["stream"]
+    if not out["validation_fraction"]:
+        del out["validation_fraction"]
+    return out
 
 
 class _Delete:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import DATASETS
+from ..losses import LOSSES
 from .core import SEARCH, ConfigError, RunConfig, _method, _set_dotted, _typed, run_config
 
 
@@ -93,6 +94,20 @@ def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str
     return params
 
 
+def check_state_knob(where: str, spec: OneKnob, method: str, loss: str, epochs: int,
+                     epochs_key: str = "train.epochs") -> None:
+    """Refuse a study of a knob that acts only through the per-sample state (the loss's ``state_knobs``: SogCLR's
+    gamma, iSogCLR's rho, ...) whose overrides set fewer than 2 epochs: every visit would be a first visit, which
+    computes the same gradient at every value, so the study would compare identical runs. Epochs the study takes
+    from the profile (a smoke run's, a quick run's ``train.epochs: 1``) are that profile's choice."""
+    name = spec.knob.replace("{method}", method).rpartition(".")[2]
+    if (spec.knob.startswith("methods.") and epochs_key in (spec.overrides or {}) and epochs < 2
+            and name in LOSSES[loss].state_knobs):
+        raise ConfigError(f"{where}.knob: {name} of {method} ({loss}) acts only from a sample's second visit, but "
+                          f"the study's runs train {epochs} epoch(s): every value would give the same run; set "
+                          f"{where}.overrides.{epochs_key} to 2 or more")
+
+
 def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
     """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
     spec = study_spec(params, study)
@@ -102,6 +117,7 @@ def study_run_config(params: dict[str, Any], study: str, method: str, value: Any
         cfg = run_config(params, method, spec.dataset, seed)
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    check_state_knob(where, spec, method, cfg.method.loss, cfg.train.epochs)
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
 
 

@@ -14,6 +14,10 @@ reads only the members of :class:`ContrastiveLoss`:
   ``tau`` (n,) of iSogCLR (Algorithm 1's tau_i, written to ``tau.csv`` of a unimodal run), ``tau_image`` and
   ``tau_text`` (n,) of the bimodal per-pair losses; or one global learned/fixed ``tau`` (0-d) of CLIP. Empty
   when the temperature is a fixed number (SimCLR, SogCLR, ...): there is nothing to log or export.
+* ``state_knobs`` (class attribute, default empty): the knobs that act only through the per-sample state (SogCLR's
+  gamma; iSogCLR's rho, beta0, beta1, eta). A sample's first visit computes the same gradient at every value of
+  them (first visit: s_i = g_i), so they change a run only where samples are seen at least twice: a study of one
+  of them whose overrides set one epoch is refused (:func:`isogclr.config.study_run_config`).
 * :meth:`~ContrastiveLoss.step_stats`: diagnostics of the last forward (``max_weight`` of the moving-average
   losses, the largest weight w_iz = exp(k_iz / tau_i) / s_i); empty when the loss has none.
 
@@ -35,6 +39,7 @@ class ContrastiveLoss(nn.Module):
     expects_normalized: ClassVar[bool]
     extra_outputs: ClassVar[int] = 0
     needs_labels: ClassVar[bool] = False
+    state_knobs: ClassVar[tuple[str, ...]] = ()
     registry_name: ClassVar[str]
     modality: ClassVar[str]
 

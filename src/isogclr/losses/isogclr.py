@@ -63,6 +63,7 @@ class ISogCLRLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
 
     expects_normalized = True
     knob = "tau_min"
+    state_knobs = ("rho", "beta0", "beta1", "eta")  # act from a sample's second visit on (losses/base.py)
 
     def temperatures(self) -> dict[str, torch.Tensor]:
         return {"tau": self.tau}  # tau_i (n,), the buffer itself

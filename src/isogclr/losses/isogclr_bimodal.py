@@ -68,6 +68,7 @@ class ISogCLRBimodalLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
 
     expects_normalized = True
     knob = "tau_min"
+    state_knobs = ("rho", "beta0", "beta1", "eta")  # act from a sample's second visit on (losses/base.py)
 
     def temperatures(self) -> dict[str, torch.Tensor]:
         return {"tau_image": self.tau_image, "tau_text": self.tau_text}  # (n,) each, the buffers themselves

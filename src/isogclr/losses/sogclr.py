@@ -55,6 +55,7 @@ class SogCLRLoss(WeightWatch, ContrastiveLoss):
 
     expects_normalized = True
     knob = "tau"
+    state_knobs = ("gamma",)  # act from a sample's second visit on (losses/base.py)
 
     def __init__(self, num_samples: int, tau: float = 0.1, gamma: float = 0.9,
                  version: Literal["v1", "v2"] = "v1", convention: str = "paper",

@@ -64,6 +64,7 @@ class SogCLRBimodalLoss(WeightWatch, ContrastiveLoss):
 
     expects_normalized = True
     knob = "tau"
+    state_knobs = ("gamma",)  # act from a sample's second visit on (losses/base.py)
 
     def __init__(self, num_samples: int, tau: float = 0.1, gamma: float = 0.9, convention: str = "paper",
                  conventions: MovingAverageConventions | dict | None = None,

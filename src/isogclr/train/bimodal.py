@@ -307,7 +307,8 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untr
                    final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
                    barrier=distributed.barrier, is_main=ctx.is_main,
-                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir))
+                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir),
+                   run_dir=out_dir)
     metrics = None
     if ctx.is_main:
         metrics = {**task.evaluator(task.model), **baseline}

@@ -107,7 +107,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     seconds and samples/s when the run finishes (None: not recorded); ``timing_by="step"`` records each epoch
     as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form); ``run_dir``: the
     run's output folder, locked for the run (``<run_dir>/local/run.lock``, beside the run's untracked files; None:
-    the folder of ``curves_dir``, where the trainers write it; no lock when both are None).
+    no folder lock, as for the convergence study, which writes no run folder).
     """
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
@@ -115,8 +115,6 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     if not is_main:  # the main process holds the run's lock for all of them
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
                     describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
-    if run_dir is None and curves_dir is not None:
-        run_dir = Path(curves_dir).parent
     with contextlib.ExitStack() as locks:
         locks.enter_context(held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"),
                                         f"run {task.run_id} (checkpoint {ckpt_path})"))
