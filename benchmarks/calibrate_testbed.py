@@ -80,6 +80,10 @@ SETTINGS = {
     "synth10 20,000, 2 ep": ("synth10", 2000, 16, 2, "simclr", MINI),
     "synth10 20,000, 3 ep": ("synth10", 2000, 16, 3, "simclr", MINI),
     "supervised, synth10 20,000, 3 ep": ("synth10", 2000, 16, 3, "supervised", MINI),
+    # third pass: Fashion-MNIST at its own 28 px, where the supervised reference may stand further above raw pixels
+    "Fashion-MNIST 5,000 at 28 px, 5 ep": ("fm", 500, 28, 5, "simclr", MINI),
+    "supervised, Fashion-MNIST 5,000 at 28 px, 5 ep": ("fm", 500, 28, 5, "supervised", MINI),
+    "no learning: Fashion-MNIST 5,000 at 28 px": ("fm", 500, 28, 0, "none", MINI),
 }
 VALIDATION_PER_CLASS = 300
 
