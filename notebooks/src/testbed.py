@@ -116,7 +116,7 @@ display(calibration.drop(columns=["jitter", "width", "arch"]).astype(object).fil
 # the minimum detectable effect of a paired comparison (80% power, two-sided 95%, from the observed paired
 # spread and the seeds). The counts also show the first calibration pass (0a8d8bf: synth10 at one epoch, 3 seeds
 # for Table 1, image-text at 8 epochs), whose synth10 moving averages never saw a sample twice, and the second
-# (fdc1988: this testbed with 5 seeds for Table 1; this repro has 7, the most the hour holds).
+# (fdc1988: this testbed with 5 seeds for Table 1; this repro has 7).
 
 # %%
 after = read_verdicts(reports_dir, CENTRAL_REPORTS)
