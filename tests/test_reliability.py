@@ -286,3 +286,16 @@ def test_a_broken_encoder_init_names_the_file_and_the_stage_to_rerun(tmp_path, d
         build_encoder(EncoderConfig(arch="resnet10", width=4, init=str(path)))
     message = str(err.value)
     assert str(path) in message and "model.encoder.init" in message and "rerun the stage that writes it" in message
+
+
+def test_the_unimodal_trainer_locks_its_run_folder(tmp_path, smoke_params, smoke_data):
+    """train_run passes its output folder to fit as run_dir: a second writer of that folder is refused."""
+    from isogclr.config import run_config
+    from isogclr.train.loop import train_run
+
+    params = {**smoke_params, "data": {**smoke_params["data"], "root": str(smoke_data)}}
+    out = tmp_path / "runs" / "simclr-synth10-s0"
+    with _held_elsewhere(out / "local" / "run.lock") as holder:
+        with pytest.raises(iso_io.BusyError, match=f"pid {holder.pid}"):
+            train_run(run_config(params, "simclr", "synth10", 0), out, tmp_path / "ckpt")
+    assert not (out / "metrics.json").exists()

@@ -68,6 +68,18 @@ def test_run_writes_metrics_in_range(tmp_path, params, _timing_record):
     assert not (tmp_path / "ckpt" / "checkpoint.pt").exists()
 
 
+def test_the_trainer_locks_its_run_folder(tmp_path, params):
+    """train_bimodal_run passes its output folder to fit as run_dir: a second writer of that folder is refused."""
+    from isogclr.io import BusyError
+
+    from .test_reliability import _held_elsewhere
+
+    with _held_elsewhere(tmp_path / "run" / "local" / "run.lock") as holder:
+        with pytest.raises(BusyError, match=f"pid {holder.pid}"):
+            bimodal.train_bimodal_run(bimodal_run_config(params, "clip", 0), tmp_path / "run", tmp_path / "ckpt")
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
 def test_resume_after_interruption_gives_the_same_result(tmp_path, params, monkeypatch):
     cfg = bimodal_run_config(params, "isogclr_bimodal", 0)
     straight = bimodal.train_bimodal_run(cfg, tmp_path / "straight", tmp_path / "ckpt_straight")
