@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 import yaml
 
 from isogclr.cli import main
@@ -312,3 +314,34 @@ def test_restore_data_verify_hashes_and_rebuilds_a_same_size_edit(tmp_path, caps
     assert main(["restore-data", "--root", str(root), "--verify"]) == 0
     assert "rebuilt (its files differed from the manifest: edited or corrupted" in capsys.readouterr().out
     assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])
+
+
+@pytest.mark.parametrize(("name", "dataset"), [("synthetic", "synth10"), ("fashion_mnist_mini", "fashion_mnist_mini")])
+def test_a_split_is_decoded_once_per_verified_folder(name, dataset, tmp_path, fashion_source, monkeypatch):
+    """The loaders keep a generated split's decoded arrays (in the process and in <folder>/.decoded/): the same
+    data as a fresh decode, no image decoded again until the folder changes, and the cache is no file of the
+    folder (its stamp still vouches for it)."""
+    from isogclr.data import decoded, folder
+
+    root = tmp_path / "data"
+    _make(root, name)
+    fresh = load_dataset(dataset, root, "train")  # decoded, and written to the cache
+    assert list((root / name / manifest.DECODED).glob("*.pt")) and manifest.up_to_date(root / name)
+    calls = []
+    monkeypatch.setattr(folder, "load_square_rgb", lambda *a: calls.append(a) or pytest.fail("decoded again"))
+    for clear in (False, True):  # the process's memo, then the file alone (another process)
+        if clear:
+            decoded._MEMO.clear()
+        again = load_dataset(dataset, root, "train")
+        assert again is not fresh and torch.equal(again.images, fresh.images)
+        assert torch.equal(again.labels, fresh.labels) and torch.equal(again.source_index, fresh.source_index)
+        assert again.class_names == fresh.class_names
+        assert again.extra.keys() == fresh.extra.keys()
+        assert all(np.array_equal(again.extra[k], fresh.extra[k]) for k in fresh.extra)
+    # a new stamp (the folder verified or rebuilt again) is a new key: decoded again
+    stamp = root / name / STAMP
+    stamp.write_text(stamp.read_text() + "\n")
+    monkeypatch.undo()
+    load_dataset(dataset, root, "train")
+    key = "c10-train" if name == "synthetic" else "train"  # the cache file of the split, rewritten
+    assert torch.load(root / name / manifest.DECODED / f"{key}.pt")["stamp"] == stamp.read_text()

@@ -168,6 +168,7 @@ def _write_subset(spec: FashionMnistMiniSpec, root: Path, tmp: Path) -> dict[str
 
 
 def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageData:
+    from .decoded import decoded_split
     from .manifest import ensure_tracked
 
     folder = Path(root) / MINI_FOLDER
@@ -179,7 +180,8 @@ def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageD
                                 f"--out {folder}` (the fashion_mnist_mini stage of dvc.yaml; it needs "
                                 f"`{INSTALL_HINT}`)")
     size = json.loads(meta.read_text())["spec"]["image_size"]
-    data = image_folder(folder, split, size=size, classes=CLASS_FOLDERS, source="the fashion_mnist_mini stage")
+    data = decoded_split(folder, split, lambda: image_folder(folder, split, size=size, classes=CLASS_FOLDERS,
+                                                             source="the fashion_mnist_mini stage"))
     data.class_names = list(CLASS_NAMES)
     data.source_index = torch.as_tensor([int(Path(p).stem) for p in data.extra["path"]], dtype=torch.int64)
     if long_tailed and split == "train":

@@ -35,6 +35,7 @@ from typing import Any
 from ..io import locked, save_json, save_text
 
 STAMP = ".manifest-sha256"
+DECODED = ".decoded"  # the folder's splits decoded by its loaders (isogclr.data.decoded): not one of its files
 _CHUNK = 1 << 20
 
 
@@ -46,9 +47,12 @@ class ManifestError(RuntimeError):
 
 
 def _files(folder: Path) -> list[tuple[str, str]]:
-    """(relative posix path, absolute path) of every file under ``folder`` but the stamp, sorted by path."""
+    """(relative posix path, absolute path) of every file under ``folder`` but the stamp and the decoded
+    cache :data:`DECODED`, sorted by path."""
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
+        if dirpath == str(folder):
+            dirnames[:] = [d for d in dirnames if d != DECODED]
         dirnames.sort()
         rel_dir = os.path.relpath(dirpath, folder)
         for name in filenames:

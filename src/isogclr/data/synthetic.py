@@ -219,6 +219,7 @@ def _write_variants(spec: SyntheticSpec, tmp: Path) -> dict[str, int]:
 
 def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd.DataFrame]:
     """The variant's split through the image-folder loader, in generation order, and its attribute table."""
+    from .decoded import decoded_split
     from .manifest import ensure_tracked
 
     ensure_tracked(Path(root) / "synthetic")  # rebuilt from data/synthetic.json when missing or stale
@@ -229,8 +230,8 @@ def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd
                                 f"it from): generate it with `python -m isogclr synthetic --out "
                                 f"{Path(root) / 'synthetic'}` (the `synthetic` stage of dvc.yaml)")
     size = json.loads((Path(root) / "synthetic" / "meta.json").read_text())["spec"]["image_size"]
-    data = image_folder(folder, split, size=size, classes=class_folders(num_classes),
-                        source="the `synthetic` stage of dvc.yaml")
+    data = decoded_split(Path(root) / "synthetic", f"c{num_classes}-{split}", lambda: image_folder(
+        folder, split, size=size, classes=class_folders(num_classes), source="the `synthetic` stage of dvc.yaml"))
     order = np.argsort([int(Path(p).stem) for p in data.extra["path"]], kind="stable")
     data = data.subset(order)
     attributes = pd.read_csv(table, index_col="index")
