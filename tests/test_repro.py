@@ -188,3 +188,17 @@ def test_a_failed_stage_leaves_its_committed_outputs_as_they_were(tmp_path, monk
     assert not (tmp_path / "scratch.txt").exists()  # not git's: DVC removed it, the runner does not invent it
     err = capsys.readouterr().err
     assert "failed: a" in err and "restored from git's HEAD (1 files)" in err
+
+
+def test_orphan_runs_lists_run_folders_no_stage_declares(tmp_path):
+    """A run folder left behind by a params change is listed (and kept); declared ones, a folder holding a
+    declared output and selection scratch are not."""
+    from isogclr.repro import orphan_runs
+
+    for folder in ("runs/a-s0", "runs/old-s0", "studies/epochs/simclr-6-s0", "studies/epochs/simclr-2-s0",
+                   "tuning/m/runs/c0-s0"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "metrics.json").write_text("{}")
+    outputs = {"runs/a-s0/metrics.json", "studies/epochs/simclr-2-s0", "tuning/m/candidates.csv"}
+    assert orphan_runs(tmp_path, outputs) == ["runs/old-s0", "studies/epochs/simclr-6-s0"]
+    assert (tmp_path / "runs/old-s0/metrics.json").is_file()  # nothing deleted

@@ -23,7 +23,8 @@ How it works, using only what DVC provides:
 * After a full repro (every stage ran), each stage's wall time goes to ``reports/repro_stages.csv`` and,
   grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.timing.write_timing_report`); after a
   successful repro the timing record ``timing.csv`` drops the rows of runs the pipeline no longer has
-  (:func:`live_run`).
+  (:func:`live_run`), and the run folders no stage declares any more are listed with the command that removes
+  them (:func:`orphan_runs`; nothing is deleted).
 
 Stages call ``python`` (and ``dvc`` runs them through a shell): each stage's ``PATH`` starts with the folder
 of the interpreter that runs this command, so ``.venv/bin/python -m isogclr repro`` runs every stage with that
@@ -273,4 +274,19 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
         dropped = timing.prune(lambda key: live_run(key, live, root), record)
         if dropped:
             print(f"{timing.FILENAME}: dropped the rows of {len(dropped)} runs the pipeline no longer has", flush=True)
+        orphans = orphan_runs(root, live)
+        if orphans:
+            print(f"{len(orphans)} run folders are no stage's output any more (a run or study the params no longer "
+                  f"have); kept, remove them with: git rm -r {' '.join(orphans)}", flush=True)
     return code
+
+
+def orphan_runs(root: Path, outputs: set[str]) -> list[str]:
+    """Run folders (a ``metrics.json`` inside) under the folders that hold stage outputs, which no stage declares
+    (:func:`live_run`): left behind when a section or study of params.yaml changes. Selection candidates
+    (``tuning/<m>/runs/``) are scratch and not listed; nothing is deleted."""
+    root = Path(root)
+    tops = {o.split("/")[0] for o in outputs if "/" in o}
+    found = {p.parent.relative_to(root) for top in tops for p in (root / top).rglob("metrics.json")}
+    return sorted(f.as_posix() for f in found
+                  if "runs" not in f.parts[1:] and not live_run(f.as_posix(), outputs, root))
