@@ -332,3 +332,17 @@ def test_validate_refuses_a_wrong_type_or_non_finite_number_naming_the_key(tmp_p
         validate_params(load_params(path))
     with pytest.raises(ConfigError, match=key):
         validate_params(params)
+
+
+def test_table3_needs_table1s_methods_run_on_its_datasets(smoke_params):
+    """Table 3 reads the Table 1 rows of each of its datasets from table1's or table1_real's runs: a dataset
+    where they are not all run (at table3's seeds) is refused before any run, naming table3.datasets."""
+    params = copy.deepcopy(smoke_params)
+    params["table3"]["datasets"] = ["fashion_mnist_mini"]  # smoke's table1_real runs two of table1's methods there
+    with pytest.raises(ConfigError, match=r"table3\.datasets: 'fashion_mnist_mini'.*table1_real does not run"):
+        validate_params(params)
+    params["table1_real"]["methods"] = list(params["table1"]["methods"])
+    validate_params(params)
+    params["table3"]["datasets"] = ["synth100"]
+    with pytest.raises(ConfigError, match="neither table1 nor table1_real runs it"):
+        validate_params(params)

@@ -65,6 +65,7 @@ def validate_params(params: dict[str, Any]) -> None:
             for value in temperatures.get(key) or []:
                 if value not in (table.get(key) or []):
                     raise ConfigError(f"temperatures.{key}: {value!r} is not in table1.{key} (its runs are reused)")
+    _table3_rows(params)
     _shared_sections(params)
     for name in (params.get("train") or {}).get("by_dataset") or {}:
         _shared_sections(_by_dataset(params, name))
@@ -85,6 +86,25 @@ def validate_params(params: dict[str, Any]) -> None:
         for method in spec.methods:
             for value in spec.values:
                 bimodal_study_run_config(params, name, method, value, spec.seeds[0])
+
+
+def _table3_rows(params: dict[str, Any]) -> None:
+    """Table 3 shows Table 1's methods beside its own, from the runs of the section that trains them on each of
+    its datasets (table1 or table1_real): that section must run all of table1.methods at table3's seeds."""
+    table3, table1 = params.get("table3"), params.get("table1")
+    if table3 is None or table1 is None:
+        return
+    for d in table3["datasets"]:
+        cover = next((name for name in ("table1", "table1_real")
+                      if d in ((params.get(name) or {}).get("datasets") or [])), None)
+        section = params.get(cover) or {}
+        missing = [m for m in table1["methods"] if m not in section.get("methods", [])]
+        seeds = [s for s in table3["seeds"] if s not in section.get("seeds", [])]
+        if cover is None or missing or seeds:
+            why = ("neither table1 nor table1_real runs it" if cover is None else
+                   f"{cover} does not run {missing or ''}{' at seeds ' + str(seeds) if seeds else ''}")
+            raise ConfigError(f"table3.datasets: {d!r}: its Table 1 rows are the runs of table1.methods there, but "
+                              f"{why}; add it there or choose another dataset")
 
 
 def _check_pretrained_image_encoder(params: dict[str, Any]) -> None:
