@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import csv
 import tempfile
 from pathlib import Path
 
@@ -46,9 +47,10 @@ def variant_params(params: dict, seeds: list[int]) -> dict:
     """params.yaml with one candidate per variant, selected on tuning's validation split at Table 1's
     synth10_lt budget."""
     out = copy.deepcopy(params)
-    knobs = {k: v for k, v in KNOBS.items()}
-    out["methods"] = {name: {"loss": loss, **args, "search": [knobs if loss != "simclr" else {"tau": knobs["tau"]}]}
-                      for name, (loss, args, _) in VARIANTS.items()}
+    out["methods"] = {}
+    for name, (loss, args, _) in VARIANTS.items():  # SimCLR has no gamma
+        knobs = {"tau": KNOBS["tau"]} if loss == "simclr" else dict(KNOBS)
+        out["methods"][name] = {"loss": loss, **args, "search": [knobs]}
     out["tuning"].update(seeds=list(seeds), candidates=1, methods=list(VARIANTS),
                          epochs=params["train"]["epochs_by_dataset"][params["tuning"]["dataset"]])
     return out
@@ -81,8 +83,8 @@ def main() -> None:
     scores = {}
     for name in VARIANTS:
         tune_method(params, name, train_run, tuning_dir=runs, checkpoints=runs / "checkpoints")
-        rows = (runs / name / "candidates.csv").read_text().splitlines()[1:]
-        scores[name] = {int(r.split(",")[-2]): float(r.split(",")[-1]) for r in rows}
+        with open(runs / name / "candidates.csv") as f:
+            scores[name] = {int(r["seed"]): float(r["val_top1"]) for r in csv.DictReader(f)}
     table = []
     for name, (loss, loss_args, what) in VARIANTS.items():
         mean = t_interval(scores[name])
