@@ -17,8 +17,10 @@ export PYTHONHASHSEED := 0
 
 # torch's CUDA build brings ~4 GB of nvidia/triton libraries: .venv takes ~6.4 GB with its bytecode.
 # pip keeps no cache copy, and a disk too small is reported before anything is installed.
-# pip byte-compiles at install: where PYTHONDONTWRITEBYTECODE is set, nothing else would, and every
+# The install byte-compiles: where PYTHONDONTWRITEBYTECODE is set, nothing else would, and every
 # stage's process would compile torch, timm and DVC again (~18 s each before a run's first step).
+# uv installs the same versions as pip (the same `pip freeze`) in 41 s instead of 85 s on 2 cores; where it
+# cannot reach an index (it does not read pip's configuration), pip installs instead, as it says.
 VENV_GB ?= 6.5
 
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -29,7 +31,11 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 		echo "error: $(CURDIR) has $$((free_kb / 1048576)) GB free; the environment (.venv: torch with its CUDA libraries) needs about $(VENV_GB) GB"; exit 1; fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-cache-dir --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-cache-dir -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-cache-dir -c requirements/constraints.txt uv
+	UV_NO_CACHE=1 $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+		-c requirements/constraints.txt -e '.[dev]' || { \
+		echo "uv could not install the environment (it reads UV_INDEX_URL, not pip's configuration); installing with pip"; \
+		$(BIN)/python -m pip install --quiet --no-cache-dir -c requirements/constraints.txt -e '.[dev]'; }
 	touch $@
 
 setup: $(VENV)/.installed data-packages

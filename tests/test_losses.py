@@ -177,6 +177,34 @@ def test_isogclr_first_visit_gradient_is_exact(positive_weight):
         assert_close(grads(loss, z1, z2), grads(ref_terms.mean(), z1, z2))
 
 
+def test_isogclr_loss_over_tau_divides_each_samples_term_by_its_temperature():
+    """``loss_over_tau``: the objective sum_i F_i / tau_i (value and feature gradient, exact on a first visit
+    with distinct tau_i), the same temperature update; with the official preset and one tau for all, the
+    gradient is the preset's / tau. It fails if a row is scaled by another sample's tau or G is rescaled."""
+    z1, z2 = features(8)
+    taus = torch.linspace(0.2, 0.7, B)
+    after = {}
+    for over_tau in (False, True):
+        loss_fn = ISogCLRLoss(B, rho=0.3, tau_init=0.4, eta=0.5, beta1=1.0, conventions={"loss_over_tau": over_tau})
+        loss_fn.tau.copy_(taus)
+        a, b = z1.detach().clone().requires_grad_(), z2.detach().clone().requires_grad_()
+        loss = loss_fn(a, b, torch.arange(B))
+        terms = ref_rgco_terms(a, b, taus.double(), 0.3)
+        expected = (terms / taus.double()).mean() if over_tau else terms.mean()
+        torch.testing.assert_close(loss, expected)
+        assert_close(grads(loss, a, b), grads(expected, a, b))
+        after[over_tau] = loss_fn.tau.clone()
+    torch.testing.assert_close(after[True], after[False])
+    assert not torch.equal(after[False], taus)  # the temperatures did move
+    tau = 0.25  # exact in the float32 buffer
+    got = {}
+    for over_tau in (False, True):
+        loss_fn = ISogCLRLoss(B, tau_init=tau, convention="official", conventions={"loss_over_tau": over_tau})
+        a, b = z1.detach().clone().requires_grad_(), z2.detach().clone().requires_grad_()
+        got[over_tau] = grads(loss_fn.double()(a, b, torch.arange(B)), a, b)
+    assert_close(got[True], tuple(g / tau for g in got[False]))
+
+
 def test_isogclr_temperature_step_is_projected_gradient_step():
     """tau_i <- clip(tau_i - eta * beta1 * dF_i/dtau_i) on the first step (u_i = 0, s_i = g_i)."""
     rho, eta, beta1 = 0.2, 0.5, 0.8

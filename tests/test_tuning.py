@@ -109,6 +109,49 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
         with_selection(params, "isogclr", tmp_path / "tuning")
 
 
+def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smoke_data, tmp_path):
+    """methods.<m>.lr replaces train.optimizer.lr in that method's runs only, and a search over it (with a
+    candidate that diverges, which loses instead of stopping the selection) hands the selected rate on."""
+    from isogclr.train import tuning
+    from isogclr.train.monitor import TrainingDiverged
+
+    params = _tiny(smoke_params, smoke_data)
+    shared = params["train"]["optimizer"]["lr"]
+    params["methods"]["simclr"]["search"] = [{"tau": 0.2, "lr": 9.0}, {"tau": 0.2, "lr": 0.5}]
+    params["methods"]["simclr"]["untuned"] = 1
+    cfg = run_config(params, "simclr", "synth10", 0)
+    assert cfg.optimizer.lr == 0.5 and "lr" not in cfg.method.kwargs and cfg.method.lr == 0.5
+    assert cfg.to_dict()["optimizer"]["lr"] == 0.5 and cfg.to_dict()["method"]["lr"] == 0.5
+    other = run_config(params, "isogclr", "synth10", 0)
+    assert other.optimizer.lr == shared and "lr" not in other.to_dict()["method"]  # the others keep the shared rate
+    assert tuning_run_config(params, "simclr", 0, 0).optimizer.lr == 9.0
+
+    def fake_run(cfg, out, ckpt, **kwargs):
+        if cfg.optimizer.lr == 9.0:
+            raise TrainingDiverged(f"{cfg.run_id}: non-finite loss")
+        out.mkdir(parents=True)
+        (out / "artifacts").mkdir()
+        (out / "artifacts" / "config.json").write_text(json.dumps(cfg.to_dict()))
+        (out / "metrics.json").write_text(json.dumps({"top1": 30.0}))
+        return {"top1": 30.0}
+
+    selection = tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")
+    assert selection["knobs"] == {"tau": 0.2, "lr": 0.5}
+    assert (tmp_path / "tuning" / "simclr" / "candidates.csv").read_text().splitlines()[1] == "0,0.2,9.0,0,nan"
+    tuned = with_selection(params, "simclr", tmp_path / "tuning")
+    assert run_config(tuned, "simclr", "synth10_lt", 3).optimizer.lr == 0.5
+
+    def diverges(cfg, out, ckpt, **kwargs):
+        raise TrainingDiverged("non-finite loss")
+
+    with pytest.raises(TrainingDiverged, match="every candidate diverged"):
+        tuning.tune_method(params, "simclr", diverges, tmp_path / "again", tmp_path / "ckpt")
+    for bad in (0.0, -1.0, "fast"):
+        params["methods"]["simclr"]["search"] = [{"tau": 0.2, "lr": bad}, {"tau": 0.2, "lr": 0.5}]
+        with pytest.raises(ConfigError, match=r"methods.simclr.lr"):
+            validate_params(params)
+
+
 def test_a_tuned_study_refuses_to_run_untuned(smoke_params, tmp_path, capsys):
     import yaml
 
@@ -202,6 +245,10 @@ def test_bimodal_runs_and_the_selection_sections_are_validated(smoke_params):
     both["tuning"]["methods"].append("clip")
     with pytest.raises(ConfigError, match=r"bimodal_tuning.methods: \['clip'\] also under tuning.methods"):
         validate_params(both)
+    own_rate = copy.deepcopy(params)
+    own_rate["methods"]["cyclip"]["lr"] = 1e-3
+    with pytest.raises(ConfigError, match=r"methods.cyclip.lr: an image-text method's rate is bimodal.lr"):
+        validate_params(own_rate)
     no_data = copy.deepcopy(params)
     no_data["bimodal_tuning"]["dataset"] = "synth10"
     with pytest.raises(ConfigError, match=r"bimodal_tuning.dataset: not allowed"):

@@ -132,6 +132,9 @@ def _bimodal_method(params: dict[str, Any], name: str) -> MethodConfig:
     from ..losses import BIMODAL_LOSSES
 
     method = _method(params, name)
+    if method.lr is not None:
+        raise ConfigError(f"methods.{name}.lr: an image-text method's rate is bimodal.lr (the same for every "
+                          "method); a method's own lr is for the unimodal runs")
     if method.loss not in BIMODAL_LOSSES:
         raise ConfigError(f"bimodal.methods: method {name!r} uses the unimodal loss {method.loss!r} "
                           f"(bimodal losses: {list(BIMODAL_LOSSES)})")

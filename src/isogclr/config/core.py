@@ -72,6 +72,7 @@ class OptimConfig:
 
 # a tuned method's search space (its candidates) and the candidate its untuned runs use: keys of methods.<m>
 SEARCH, UNTUNED = "search", "untuned"
+LR = "lr"  # methods.<m>.lr: the method's own learning rate (MethodConfig.lr), not an argument of its loss
 
 
 class ConfigError(ValueError):
@@ -179,9 +180,16 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class MethodConfig:
+    """``methods.<name>``: its loss and the loss's arguments (``kwargs``), and ``lr``, the method's own learning
+    rate: ``methods.<name>.lr`` replaces ``train.optimizer.lr`` in its runs (None: the shared rate). It is a knob
+    like the loss's, so a method's search may set it: each method's rate is then selected with the same budget,
+    which the losses need because their gradients differ in scale (SogCLR's F = tau log g - pos has tau times
+    SimCLR's; docs/losses.md, "The gradient's scale")."""
+
     name: str
     loss: str
     kwargs: dict[str, Any]
+    lr: float | None = None
 
     def build(self, num_samples: int):
         # `convention` (preset) and `conventions` (a mapping of single switches) go to the loss as they are:
@@ -218,6 +226,8 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
     when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
     in-memory, non-selection runs write the same file as before those options existed."""
     out = dataclasses.asdict(cfg)
+    if out["method"]["lr"] is None:  # the shared rate: optimizer.lr says it
+        del out["method"]["lr"]
     if out["stream"] is None:
         del out["stream"]
     if not out["validation_fraction"]:
@@ -391,7 +401,12 @@ def _method(params: dict[str, Any], name: str) -> MethodConfig:
             check_number(f"methods.{name}.{knob}", value, "float")
         elif isinstance(default, bool) and not isinstance(value, bool):
             raise ConfigError(f"methods.{name}.{knob}: expected true or false, got {value!r}")
-    method = MethodConfig(name=name, loss=loss, kwargs=spec)
+    lr = spec.pop(LR, None)
+    if lr is not None:
+        check_number(f"methods.{name}.{LR}", lr, "float")
+        if not lr > 0:
+            raise ConfigError(f"methods.{name}.{LR}: the method's learning rate must be > 0, got {lr!r}")
+    method = MethodConfig(name=name, loss=loss, kwargs=spec, lr=lr)
     try:
         method.build(num_samples=2)
     except (TypeError, ValueError) as err:
@@ -479,5 +494,8 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
     train = sections["train"]
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
     sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
-    return RunConfig(run_id=run_id(method, dataset, seed), method=_method(params, method), dataset=dataset,
+    method_cfg = _method(params, method)
+    if method_cfg.lr is not None:
+        sections["optimizer"] = dataclasses.replace(sections["optimizer"], lr=method_cfg.lr)
+    return RunConfig(run_id=run_id(method, dataset, seed), method=method_cfg, dataset=dataset,
                      seed=int(seed), **sections)

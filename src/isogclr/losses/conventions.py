@@ -55,8 +55,8 @@ switch             paper preset                    official code                
 ``reduction``      ``mean`` of the views /         ``sum``: the code adds the views' /  gradient x 2 (LARS and
                    directions                      directions' terms                    Adam: nearly none)
 ``loss_over_tau``  False: F = tau log g - pos      False: the cross-entropy of the      True (option): F / tau,
-(SogCLR)                                           unscaled z.z (only the weights       gradient x 1 / tau
-                                                   exp(z.z / T) use T): F
+(SogCLR,           (iSogCLR: tau_i log g_i)        unscaled z.z (only the weights       gradient x 1 / tau
+iSogCLR)                                           exp(z.z / T) use T): F               (iSogCLR: F_i / tau_i)
 =================  ==============================  ===================================  ===========================
 
 Also settled (no switch: paper and code agree, or the code's choice is a numerical detail): g_i is
@@ -116,7 +116,7 @@ _APPLIES: dict[str, tuple[str, ...]] = {
     "stored_s": _UNIMODAL,
     "positive_in_g": _BIMODAL,
     "tau_grad_clip": ("isogclr", "isogclr_bimodal"),
-    "loss_over_tau": ("sogclr",),
+    "loss_over_tau": _UNIMODAL,
 }
 _PAPER = {"s_timing": "updated", "first_visit": "estimate", "per_view_s": False, "stored_s": "mean",
           "positive_in_g": False, "positive_weight": "exact", "tau_grad_clip": None, "reduction": "mean",

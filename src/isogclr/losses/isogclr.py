@@ -44,7 +44,8 @@ class ISogCLRLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
 
     ``convention="official"`` sets every switch as the authors' code (the table of
     :mod:`.conventions`: kernel exp(z_a^T z / tau_i), a per-view s_ia, s after the update, positive
-    weight one, G clipped at 3, the views' terms summed); single switches go in ``conventions``.
+    weight one, G clipped at 3, the views' terms summed); single switches go in ``conventions``
+    (``loss_over_tau=True`` divides each sample's term by its tau_i: the feature gradient at SimCLR's scale).
 
     State: log s, u, tau, 12 bytes per sample (``loss.tau`` is readable, shape (n,)).
 
@@ -108,25 +109,25 @@ class ISogCLRLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
                     log_s = self.s.update(index, log_g[:, None])[:, 0]
                     log_s_rows = log_s.repeat(2)
                 scale = 2.0 if cv.reduction == "sum" else 1.0  # the official code sums the two views' terms
+                # loss_over_tau (an option): each sample's term over its temperature, F_i / tau_i, so that the
+                # feature gradient has SimCLR's scale at tau_i; the temperature update (G) is unchanged
+                row_scale = scale * inv_tau if cv.loss_over_tau else torch.full_like(inv_tau, scale)  # (2B,)
                 # w_iaz = exp(h/tau_i) / (|N_i| s_i); the mean over 2B rows gives eq. 14's 1/(2|N_i|),
-                # folded in the exponent: weights = w / (2B)
-                shift = log_m + log_s_rows + math.log(2 * b)
-                if scale != 1.0:
-                    shift = shift - math.log(scale)
-                value = (tau * (log_g + self.rho)).mean()
+                # folded in the exponent: weights = row_scale w / (2B)
+                shift = log_m + log_s_rows + math.log(2 * b) - row_scale.log()
+                terms = tau * (log_g + self.rho)
                 if cv.kernel == "similarity":  # tau_i log g_i(sim) - z_1^T z_2 is the same objective
-                    value = value - half.mean()
-                if scale != 1.0:
-                    value = scale * value
+                    terms = terms - half
+                value = scale * (terms / tau if cv.loss_over_tau else terms).mean()
                 row_max = scaled.amax(dim=1)
                 self._watch((row_max - log_s_rows).max(), (row_max - shift).max(), value)
                 weights = capped_weights_(scaled - shift[:, None], log_g_rows + log_m - shift)
                 mask_own_views(scaled, 0.0)
-                row_term = ((2 * b) / scale) * torch.linalg.vecdot(weights, scaled)  # sum_z w_iaz k_iaz / tau_i
+                row_term = (2 * b) / row_scale * torch.linalg.vecdot(weights, scaled)  # sum_z w_iaz k_iaz / tau_i
                 if cv.kernel == "hardness" and cv.positive_weight == "exact":
                     pos_weight = weights.sum(1)
                 else:  # the similarity kernel's positive term is -z_a^T z_{a+}, weight one
-                    pos_weight = torch.full_like(pos, scale / (2 * b))
+                    pos_weight = row_scale / (2 * b)
                 # (tau_i / s_i) dg_i/dtau_i = -1/2 sum_{a,z} w_iaz k_iaz / tau_i; G(tau_i) of eq. 13
                 self._step_temperatures(index, -0.5 * (row_term[:b] + row_term[b:]) + log_s + self.rho, tau,
                                         self.tau, self.tau_momentum)

@@ -12,7 +12,8 @@ selection section (:func:`isogclr.config.tuning_run_config`):
 
 It writes
 
-* ``tuning/<m>/candidates.csv``: ``candidate``, the candidate's knobs, ``seed``, the score;
+* ``tuning/<m>/candidates.csv``: ``candidate``, the candidate's knobs, ``seed``, the score (``nan``: the run
+  diverged, e.g. at too large a learning rate; it cannot be selected);
 * ``tuning/<m>/selected.json``: the candidate with the best mean score (ties: the first listed), with the
   search settings; the runs of a ``tuned: true`` section or study read it (:func:`isogclr.config.with_selection`).
 
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..config import TUNING_DIR, TUNING_SECTIONS, tuning_candidates, tuning_run_config, tuning_section, tuning_spec
 from ..io import csv_text, save_json, save_text
+from .monitor import TrainingDiverged
 
 # a candidate run's metrics -> its validation score (%), by selection section
 SCORES: dict[str, Callable[[dict], float]] = {
@@ -65,10 +67,17 @@ def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
         for seed in spec.seeds:
             cfg = tuning_run_config(params, method, i, seed)
             run_dir = Path(tuning_dir) / cfg.run_id
-            metrics = _finished(cfg, run_dir) or train(cfg, run_dir, Path(checkpoints) / "tuning" / cfg.run_id)
-            rows.append({"candidate": i, **effective, "seed": seed, column: round(score(metrics), 4)})
+            try:
+                metrics = _finished(cfg, run_dir) or train(cfg, run_dir, Path(checkpoints) / "tuning" / cfg.run_id)
+                value = round(score(metrics), 4)
+            except TrainingDiverged as err:  # e.g. a learning rate too large: the candidate loses, the search goes on
+                print(f"[tune {method}] candidate {i} {knobs} diverged at seed {seed}: {err}", flush=True)
+                value = float("nan")
+            rows.append({"candidate": i, **effective, "seed": seed, column: value})
     scores = [sum(r[column] for r in rows if r["candidate"] == i) / len(spec.seeds) for i in range(len(candidates))]
-    best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+    if all(s != s for s in scores):
+        raise TrainingDiverged(f"tuning {method}: every candidate diverged (tuning/{method}/runs); see the log")
+    best = max(range(len(candidates)), key=lambda i: (scores[i] if scores[i] == scores[i] else -1.0, -i))
     selection = {"method": method, "dataset": spec.dataset, "epochs": spec.epochs,
                  "validation_fraction": spec.validation_fraction, "seeds": list(spec.seeds),
                  "candidates": spec.candidates, "space": spec.methods[method], "knobs": candidates[best],
