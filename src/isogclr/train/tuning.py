@@ -26,6 +26,7 @@ by the caller, so that a selection stage depends on its own modality's code only
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,9 +76,9 @@ def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
                 value = float("nan")
             rows.append({"candidate": i, **effective, "seed": seed, column: value})
     scores = [sum(r[column] for r in rows if r["candidate"] == i) / len(spec.seeds) for i in range(len(candidates))]
-    if all(s != s for s in scores):
+    if all(math.isnan(s) for s in scores):
         raise TrainingDiverged(f"tuning {method}: every candidate diverged (tuning/{method}/runs); see the log")
-    best = max(range(len(candidates)), key=lambda i: (scores[i] if scores[i] == scores[i] else -1.0, -i))
+    best = max(range(len(candidates)), key=lambda i: (-math.inf if math.isnan(scores[i]) else scores[i], -i))
     selection = {"method": method, "dataset": spec.dataset, "epochs": spec.epochs,
                  "validation_fraction": spec.validation_fraction, "seeds": list(spec.seeds),
                  "candidates": spec.candidates, "space": spec.methods[method], "knobs": candidates[best],
