@@ -299,3 +299,33 @@ def test_the_unimodal_trainer_locks_its_run_folder(tmp_path, smoke_params, smoke
         with pytest.raises(iso_io.BusyError, match=f"pid {holder.pid}"):
             train_run(run_config(params, "simclr", "synth10", 0), out, tmp_path / "ckpt")
     assert not (out / "metrics.json").exists()
+
+
+def test_check_settings_names_what_differs_and_ignores_where_a_run_runs(tmp_path):
+    from isogclr.train.engine import check_settings
+
+    ckpt = tmp_path / "checkpoint.pt"
+    saved = {"method": {"kwargs": {"tau": 0.2}}, "train": {"epochs": 3, "num_threads": 1, "device": "cpu"}}
+    check_settings(saved, {"method": {"kwargs": {"tau": 0.2}}, "train": {"epochs": 3, "num_threads": 2,
+                                                                        "device": "cuda"}}, "r", ckpt)
+    check_settings(None, saved, "r", ckpt)  # a checkpoint written before settings were kept: not checked
+    with pytest.raises(ValueError) as err:
+        check_settings(saved, {"method": {"kwargs": {"tau": 0.2, "gamma": 0.9}}, "train": {"epochs": 4}}, "r", ckpt)
+    message = str(err.value)
+    assert "method.kwargs.gamma: '(absent)' in the checkpoint, 0.9 now" in message
+    assert "train.epochs: 3 in the checkpoint, 4 now" in message and str(ckpt) in message
+    assert "num_threads" not in message and "device" not in message
+
+
+def test_an_engine_checkpoint_keeps_the_settings_and_a_resume_under_others_is_refused(tmp_path):
+    ckpt = tmp_path / "checkpoint.pt"
+
+    def stop(epoch: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(ckpt, on_epoch_end=stop, settings={"lr": 0.1})
+    assert torch.load(ckpt, weights_only=True)["settings"] == {"lr": 0.1}
+    with pytest.raises(ValueError, match=r"lr: 0\.1 in the checkpoint, 0\.2 now"):
+        _fit(ckpt, settings={"lr": 0.2})
+    assert _fit(ckpt, settings={"lr": 0.1}) == _fit(tmp_path / "whole.pt", settings={"lr": 0.1})

@@ -289,3 +289,37 @@ def test_tau_simclr_trains_with_an_extra_head_output_and_eval_curve(tmp_path, sm
     assert warmup_cosine(23, 24, 20) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.75)))
     assert [int(r["step"]) for r in read_tsv(tmp_path / "run" / "dvclive" / "plots" / "metrics" / "knn1_top1.tsv")] \
         == [1, 2]
+
+
+def test_a_checkpoint_written_under_other_settings_is_refused(tmp_path, smoke_params, smoke_data, monkeypatch,
+                                                               _timing_record):
+    """A run interrupted after epoch 1, then started again after an edit of its method's knob: the checkpoint
+    is refused, naming the key, both values and the file, before a step is taken; a change of how it runs
+    (how often it checkpoints) is not a change of the run, and it resumes."""
+    import dataclasses
+    import functools
+
+    from isogclr.train import engine, loop
+
+    cfg, _ = smoke_run(smoke_params, smoke_data, method="simclr", epochs=3)
+
+    def stop(epoch: int) -> None:
+        if epoch == 1:
+            raise KeyboardInterrupt("interrupted after epoch 1")
+
+    monkeypatch.setattr(loop, "fit", functools.partial(engine.fit, on_epoch_end=stop))
+    with pytest.raises(KeyboardInterrupt):
+        train_run(cfg, tmp_path / "run", tmp_path / "ckpt")
+    monkeypatch.undo()
+    ckpt = tmp_path / "ckpt" / "checkpoint.pt"
+    assert torch.load(ckpt, weights_only=True)["settings"]["method"]["kwargs"] == dict(cfg.method.kwargs)
+    edited = dataclasses.replace(cfg, method=dataclasses.replace(cfg.method, kwargs={**cfg.method.kwargs, "tau": 0.7}))
+    with pytest.raises(ValueError) as err:
+        train_run(edited, tmp_path / "run", tmp_path / "ckpt")
+    message = str(err.value)
+    assert f"method.kwargs.tau: {cfg.method.kwargs['tau']!r} in the checkpoint, 0.7 now" in message
+    assert str(ckpt) in message and f"mv {ckpt} {ckpt}.bad" in message and "checkpoint_every" not in message
+    assert ckpt.exists() and not (tmp_path / "run" / "metrics.json").exists()  # nothing was lost or written
+    often = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, checkpoint_every=2))
+    resumed = train_run(often, tmp_path / "run", tmp_path / "ckpt")
+    assert resumed == train_run(cfg, tmp_path / "straight", tmp_path / "ckpt_straight")

@@ -142,11 +142,11 @@ REPORTS: dict[str, Report] = {
         paper=("isogclr_table2", "sogclr_table4")),
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
-        "before and after the calibration, and before and after SogCLR/iSogCLR at SimCLR's gradient scale",
+        "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, and 9 seeds for Table 1",
         {**_RUNS, "studies_dir": "studies"},
         reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
                "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
-               "reports/testbed/verdicts_ef22ab9.csv",
+               "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal"))),
         params=("profile", "references", "table1", "table1_real", "studies")),

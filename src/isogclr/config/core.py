@@ -182,9 +182,10 @@ class TrainConfig:
 class MethodConfig:
     """``methods.<name>``: its loss and the loss's arguments (``kwargs``), and ``lr``, the method's own learning
     rate: ``methods.<name>.lr`` replaces ``train.optimizer.lr`` in its runs (None: the shared rate). It is a knob
-    like the loss's, so a method's search may set it: each method's rate is then selected with the same budget,
-    which the losses need because their gradients differ in scale (SogCLR's F = tau log g - pos has tau times
-    SimCLR's; docs/losses.md, "The gradient's scale")."""
+    like the loss's, so a method's search may set it, under the same budget as every other method's. The mini
+    profile sets none: it brings SogCLR and iSogCLR to SimCLR's gradient scale with ``loss_over_tau`` instead,
+    because the selection's 4 epochs prefer other rates than Table 1's 12 do (docs/losses.md, "The gradient's
+    scale")."""
 
     name: str
     loss: str

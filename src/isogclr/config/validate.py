@@ -101,8 +101,9 @@ def _table3_rows(params: dict[str, Any]) -> None:
         missing = [m for m in table1["methods"] if m not in section.get("methods", [])]
         seeds = [s for s in table3["seeds"] if s not in section.get("seeds", [])]
         if cover is None or missing or seeds:
+            gaps = ([f"methods {missing}"] if missing else []) + ([f"seeds {seeds}"] if seeds else [])
             why = ("neither table1 nor table1_real runs it" if cover is None else
-                   f"{cover} does not run {missing or ''}{' at seeds ' + str(seeds) if seeds else ''}")
+                   f"{cover} does not run its {' or '.join(gaps)} there")
             raise ConfigError(f"table3.datasets: {d!r}: its Table 1 rows are the runs of table1.methods there, but "
                               f"{why}; add it there or choose another dataset")
 

@@ -308,7 +308,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untr
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
                    barrier=distributed.barrier, is_main=ctx.is_main,
                    on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir),
-                   run_dir=out_dir)
+                   run_dir=out_dir, settings=cfg.to_dict())
     metrics = None
     if ctx.is_main:
         metrics = {**task.evaluator(task.model), **baseline}

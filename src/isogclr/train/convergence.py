@@ -298,7 +298,9 @@ def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_
         rows = fit(task, total_steps=task.steps_per_epoch * cfg.epochs, warmup_steps=0, final_lr_fraction=1.0,
                    ckpt_path=ckpt_path, curves_dir=None, timing_by="step",
                    describe=lambda row: f" F {row['objective']:.5f}" if "objective" in row else "",
-                   timing_run=None if out_dir is None else timing.run_key(Path(out_dir) / task.name))
+                   timing_run=None if out_dir is None else timing.run_key(Path(out_dir) / task.name),
+                   settings={"method": method, "views": list(views.shape), "fresh": fresh_from is not None,
+                             **dataclasses.asdict(cfg)})
         ckpt_path.unlink(missing_ok=True)
     curve = pd.DataFrame([{"method": method, "num_augmentations": task.num_augmentations, **row}
                           for row in rows if "objective" in row], columns=CURVE_COLUMNS)

@@ -18,7 +18,9 @@ Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2
   written to the timing record ``timing.csv`` (:mod:`isogclr.timing`) when the run finishes;
 * a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, timings, the task's own state such as
   RNG states) written atomically at the end of every epoch and every ``checkpoint_every`` steps, and a
-  resume from it that gives the same result as an uninterrupted run. The checkpoint holds tensors, numbers,
+  resume from it that gives the same result as an uninterrupted run. The checkpoint keeps the run's settings
+  (``settings``) and a resume under other settings is refused, naming the keys that differ: a checkpoint
+  left by a crash must not be continued by a run whose params changed since. The checkpoint holds tensors, numbers,
   strings and plain containers only and is read with ``weights_only=True`` (:func:`isogclr.io.load_torch`):
   a checkpoint folder is named by the user, and a planted pickle must not run code;
 * a lock on the checkpoint (``<checkpoint>.lock``) and one on the run folder (``<run folder>/local/run.lock``),
@@ -44,6 +46,40 @@ from ..io import held_by_one, load_torch, save_torch
 from .curves import log_epoch, open_curves
 from .monitor import StepMonitor
 from .optim import warmup_cosine
+
+# keys of a run's settings that say where or how fast it runs, not what it trains: a run may resume under others
+EXECUTION_KEYS = frozenset({"device", "num_threads", "checkpoint_every", "data_root", "probe", "eval_batch_size",
+                            "num_workers", "prefetch_factor", "pin_memory"})
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``settings`` as dotted keys (``method.kwargs.tau``), without the :data:`EXECUTION_KEYS` at any depth."""
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in EXECUTION_KEYS:
+            continue
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def check_settings(saved: dict[str, Any] | None, settings: dict[str, Any] | None, run_id: str,
+                   ckpt_path: Path) -> None:
+    """Refuse to resume ``ckpt_path`` when it was written under other settings than ``settings`` (the keys that
+    differ, both values, and what to do); a checkpoint without settings (written before they were kept) or a
+    task without them is not checked."""
+    if saved is None or settings is None:
+        return
+    old, new = _flat(saved), _flat(settings)
+    differ = [f"{k}: {old.get(k, '(absent)')!r} in the checkpoint, {new.get(k, '(absent)')!r} now"
+              for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+    if differ:
+        raise ValueError(f"run {run_id}: the checkpoint {ckpt_path} was written under other settings ("
+                         + "; ".join(differ[:5]) + (f"; {len(differ) - 5} more" if len(differ) > 5 else "")
+                         + f"). Resuming would mix two runs: move it aside (`mv {ckpt_path} {ckpt_path}.bad`) "
+                         "and start the run over, or restore the settings it was written under")
 
 
 class Task(Protocol):
@@ -96,7 +132,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
         barrier: Callable[[], None] = lambda: None, is_main: bool = True,
         on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None,
-        timing_by: str = "epoch", run_dir: Path | None = None) -> list[dict]:
+        timing_by: str = "epoch", run_dir: Path | None = None, settings: dict[str, Any] | None = None) -> list[dict]:
     """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
 
     ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
@@ -107,14 +143,15 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     seconds and samples/s when the run finishes (None: not recorded); ``timing_by="step"`` records each epoch
     as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form); ``run_dir``: the
     run's output folder, locked for the run (``<run_dir>/local/run.lock``, beside the run's untracked files; None:
-    no folder lock, as for the convergence study, which writes no run folder).
+    no folder lock, as for the convergence study, which writes no run folder); ``settings``: what the run trains
+    (its config as a dict), kept in the checkpoint and compared on resume (:func:`check_settings`).
     """
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
     ckpt_path = Path(ckpt_path)
     if not is_main:  # the main process holds the run's lock for all of them
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings)
     with contextlib.ExitStack() as locks:
         locks.enter_context(held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"),
                                         f"run {task.run_id} (checkpoint {ckpt_path})"))
@@ -122,13 +159,13 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
             locks.enter_context(held_by_one(Path(run_dir) / "local" / "run.lock",
                                             f"run {task.run_id} (run folder {run_dir})"))
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by)
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings)
 
 
 def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
          curves_dir: Path | None, checkpoint_every: int, describe: Callable[[dict], str],
          barrier: Callable[[], None], is_main: bool, on_epoch_end: Callable[[int], None], timing_run: str | None,
-         timing_by: str) -> list[dict]:
+         timing_by: str, settings: dict[str, Any] | None) -> list[dict]:
     model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
     monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
     for group in optimizer.param_groups:
@@ -138,6 +175,7 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
         state = load_torch(ckpt_path, f"checkpoint of run {task.run_id}",
                            f"move it aside (`mv {ckpt_path} {ckpt_path}.bad`) and start the run over",
                            map_location=next(model.parameters()).device)
+        check_settings(state.get("settings"), settings, task.run_id, ckpt_path)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         loss_fn.load_state_dict(state["loss"])
@@ -158,7 +196,7 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
             save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "monitor": monitor.state_dict(),
                         "step": step, "log_rows": rows, "epoch_losses": losses, "timings": timings,
-                        "task": task_state}, ckpt_path)
+                        "task": task_state, "settings": settings}, ckpt_path)
         barrier()
 
     model.train()
