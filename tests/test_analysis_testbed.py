@@ -82,6 +82,18 @@ def test_before_after_keeps_claims_of_either_side():
     assert status_counts(after) == {"supported": 1, "contradicted": 1}
 
 
+def test_moved_keeps_changed_statuses_effects_and_one_sided_claims():
+    from isogclr.analysis.testbed import moved
+
+    before = pd.DataFrame({"report": ["t"] * 4, "claim": ["same", "nudged", "shifted", "gone"],
+                           "status": ["inconclusive"] * 4, "effect": [1.0, 1.0, 1.0, 1.0]})
+    after = pd.DataFrame({"report": ["t"] * 4, "claim": ["same", "nudged", "shifted", "new"],
+                          "status": ["inconclusive", "inconclusive", "inconclusive", "supported"],
+                          "effect": [1.0, 1.004, 1.2, 2.0]})
+    assert list(moved(before, after)["claim"]) == ["shifted", "new", "gone"]
+    assert list(moved(before, after, tolerance=0.001)["claim"]) == ["nudged", "shifted", "new", "gone"]
+
+
 def test_method_scores_from_a_table_or_a_ladder(tmp_path):
     from isogclr.analysis.testbed import method_scores
 

@@ -104,6 +104,14 @@ def before_after(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     return joined.sort_values("_rank").drop(columns="_rank").reset_index(drop=True)
 
 
+def moved(before: pd.DataFrame, after: pd.DataFrame, tolerance: float = 0.005) -> pd.DataFrame:
+    """The rows of :func:`before_after` whose status changed or whose effect moved by more than ``tolerance``
+    points (a claim of one side only counts as moved)."""
+    table = before_after(before, after)
+    return table[table["status before"].ne(table["status after"])
+                 | (table["effect before"] - table["effect after"]).abs().gt(tolerance)]
+
+
 def status_counts(frame: pd.DataFrame, column: str = "status") -> dict[str, int]:
     """How many verdicts have each status."""
     return {str(k): int(v) for k, v in frame[column].value_counts().items()}
