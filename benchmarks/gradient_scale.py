@@ -95,7 +95,7 @@ def gradient_ratio(loss: str, args: dict, n: int = 128, dim: int = 64) -> float:
     return norm(loss, {**knobs_of(loss), **args}) / norm("simclr", {"tau": KNOBS["tau"]})
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=DEFAULT)
@@ -104,6 +104,11 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, default=None, help="run folders (default: a temporary folder)")
     ap.add_argument("--out", type=Path, default=Path("reports/benchmarks"))
     ap.add_argument("--name", default="gradient_scale", help="the output files' name")
+    return ap
+
+
+def main() -> None:
+    ap = build_parser()
     args = ap.parse_args()
     params = variant_params(load_params("params.yaml"), args.seeds, args.variants, args.lr, args.epochs)
     runs = args.runs or Path(tempfile.mkdtemp(prefix="gradient_scale-"))
@@ -135,7 +140,7 @@ def main() -> None:
             f"{KNOBS['tau']}, gamma {KNOBS['gamma']} (iSogCLR: {ISOGCLR_KNOBS}), seeds {args.seeds}; the same LARS "
             "optimizer for every variant (params.yaml), at the learning rate of column lr. vs_simclr: paired by seed "
             "with SimCLR at the same rate, 95% t interval. Written by `python benchmarks/gradient_scale.py"
-            + "".join(f" {a}" for a in _argv()) + "`.\n\n")
+            + command_args(args, ap) + "`.\n\n")
     cols = list(dict.fromkeys(c for r in table for c in r))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in table]
@@ -143,17 +148,15 @@ def main() -> None:
     print(head + "\n".join(lines))
 
 
-def _argv() -> list[str]:
-    """The command's arguments without the folders (--runs, --out and their values)."""
-    import sys
-
-    out, skip = [], False
-    for a in sys.argv[1:]:
-        if skip or a in ("--runs", "--out"):
-            skip = not skip and a in ("--runs", "--out")
-            continue
-        out.append(a)
-    return out
+def command_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """The options that differ from their defaults, as a command line (the folders --runs and --out left out)."""
+    out = []
+    for key in ("seeds", "variants", "lr", "epochs", "name"):
+        value = getattr(args, key)
+        if value != parser.get_default(key):
+            out.append(f"--{key} " + " ".join(f"{v:g}" if isinstance(v, float) else str(v)
+                                              for v in (value if isinstance(value, list) else [value])))
+    return "".join(f" {part}" for part in out)
 
 
 if __name__ == "__main__":
