@@ -28,6 +28,7 @@ from isogclr.analysis.ladder import (
 )
 from isogclr.analysis.stats import t_interval
 from isogclr.analysis.tuning import candidates_table, selection_table
+from isogclr.config import study_reports
 
 from .conftest import ROOT
 
@@ -38,7 +39,8 @@ CLASS_SIZES = (40, 20, 10, 5)  # a long-tailed labelling of the fabricated tau.c
 def _ladder_params(smoke_params, values=(5, 10), seeds=(0, 1, 2), table1_seeds=(0,)) -> dict:
     params = copy.deepcopy(smoke_params)
     params["table1"]["seeds"] = list(table1_seeds)
-    params["studies"] = {k: v for k, v in params["studies"].items() if v.get("report") != "budget_ladder"}
+    params["studies"] = {k: v for k, v in params["studies"].items()
+                         if "budget_ladder" not in study_reports(v.get("report"))}
     params["studies"]["ladder_lt"] = {"methods": METHODS, "knob": "train.epochs", "report": "budget_ladder",
                                       "values": list(values), "dataset": "synth10_lt", "seeds": list(seeds)}
     return params

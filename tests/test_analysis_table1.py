@@ -8,6 +8,7 @@ import pytest
 from isogclr.analysis.table1 import (
     REFERENCES,
     all_methods_verdicts,
+    budget_study,
     epochs_table,
     epochs_verdicts,
     no_learning_floors,
@@ -17,7 +18,7 @@ from isogclr.analysis.table1 import (
     with_references,
 )
 from isogclr.analysis.tables import mean_std
-from isogclr.config import TableSpec
+from isogclr.config import ConfigError, TableSpec
 
 SPEC = TableSpec(methods=("simclr", "sogclr", "isogclr"), datasets=("synth10_lt",), seeds=(0, 1, 2))
 PAPER = pd.DataFrame({"method": ["simclr", "sogclr", "isogclr", "barlow_twins", "tau_simclr"],
@@ -111,3 +112,17 @@ def test_reference_rows_are_shown_below_the_methods_labelled():
     other = reference_frame([{"method": "chance", "dataset": "synth100", "top1": 1.0}])
     assert list(with_references(plain, other).columns) == list(plain.columns)
     assert with_references(plain, other).loc[REFERENCES["chance"]].tolist() == ["—", "—"]
+
+
+def test_the_budget_study_is_the_one_train_epochs_study_that_lists_the_report():
+    """Tables 3/4 read the study whose knob is train.epochs and whose `report` (a name or a list) is theirs."""
+    ladder = {"knob": "train.epochs", "report": ["budget_ladder", "table1_unimodal"]}
+    params = {"studies": {"rho": {"knob": "methods.{method}.rho", "report": "ablations"}, "ladder": ladder,
+                          "other_ladder": {"knob": "train.epochs", "report": "budget_ladder"}}}
+    assert budget_study(params) == "ladder"
+    params["studies"]["epochs"] = {"knob": "train.epochs", "report": "table1_unimodal"}
+    with pytest.raises(ConfigError, match=r"found \['ladder', 'epochs'\]"):
+        budget_study(params)
+    del params["studies"]["epochs"], params["studies"]["ladder"]
+    with pytest.raises(ConfigError, match="found none"):
+        budget_study(params)

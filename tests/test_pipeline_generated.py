@@ -87,16 +87,15 @@ def test_a_new_study_is_a_params_block(params):
     """A study block with `report:` gets its stage and becomes an input of that report; nothing else to write."""
     params = copy.deepcopy(params)
     params["studies"]["beta0"] = {"methods": ["isogclr"], "knob": "methods.{method}.beta0", "report": "ablations",
-                                  "values": [0.7, 0.8], "dataset": "synth10_lt", "seeds": [0]}
+                                  "values": [0.7, 0.8], "dataset": "synth10_lt", "seeds": [0, 1]}
     stages = build_pipeline(params, ROOT)["stages"]
     stage = stages["study_beta0"]
-    # one stage per (method, seed) runs every value; each value's run folder is an output
-    assert stage["matrix"] == {"method": "${studies.beta0.methods}", "seed": "${studies.beta0.seeds}"}
+    # one stage per method runs every seed and value; each run folder is an output
+    assert stage["matrix"] == {"method": "${studies.beta0.methods}"}
     assert "studies.beta0" in stage["params"] and "--tuned" not in stage["cmd"]
-    assert "--study beta0" in stage["cmd"] and "data/synthetic.json" in stage["deps"]
+    assert "--study beta0" in stage["cmd"] and "--seed 0 1" in stage["cmd"] and "data/synthetic.json" in stage["deps"]
     assert [next(iter(m)) for m in stage["metrics"]] == [
-        "studies/beta0/${item.method}-0.7-s${item.seed}/metrics.json",
-        "studies/beta0/${item.method}-0.8-s${item.seed}/metrics.json"]
+        f"studies/beta0/${{item.method}}-{value}-s{seed}/metrics.json" for seed in (0, 1) for value in (0.7, 0.8)]
     assert all(next(iter(o.values())) == {"cache": False} for o in stage["outs"])  # in git: a clone is a replica
     assert "studies/beta0" in stages["ablations"]["deps"] and "studies.beta0" in stages["ablations"]["params"]
     assert "studies/beta0" not in stages["small_batch"]["deps"]
@@ -107,6 +106,20 @@ def test_a_study_naming_an_unknown_report_is_refused(params):
     params["studies"]["rho"]["report"] = "ablation"
     with pytest.raises(ConfigError, match="unknown report.*'ablation'"):
         build_pipeline(params, ROOT)
+    params["studies"]["rho"]["report"] = ["ablations", "ablation"]
+    with pytest.raises(ConfigError, match="unknown report.*'ablation'"):
+        build_pipeline(params, ROOT)
+
+
+def test_a_study_read_by_two_reports_is_an_input_of_both(params):
+    """`report: [a, b]`: one set of runs, both reports depend on them (the mini profile's long-tailed ladder is
+    also Tables 3/4's second budget); a report it does not name does not."""
+    stages = build_pipeline(params, ROOT)["stages"]
+    assert params["studies"]["ladder_synth10_lt"]["report"] == ["budget_ladder", "table1_unimodal"]
+    for report in ("budget_ladder", "table1_unimodal"):
+        assert "studies/ladder_synth10_lt" in stages[report]["deps"]
+        assert "studies.ladder_synth10_lt" in stages[report]["params"]
+    assert "studies/ladder_synth10_lt" not in stages["ablations"]["deps"]
 
 
 def test_one_metrics_file_per_run_and_comparison_plots(pipeline):

@@ -142,11 +142,13 @@ REPORTS: dict[str, Report] = {
         paper=("isogclr_table2", "sogclr_table4")),
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
-        "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, and 9 seeds for Table 1",
+        "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, 9 seeds for Table 1, and the "
+        "runs that left for the hour",
         {**_RUNS, "studies_dir": "studies"},
         reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
                "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
                "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
+               "reports/testbed/verdicts_621e4fa.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal"))),
         params=("profile", "references", "table1", "table1_real", "studies")),
@@ -319,7 +321,7 @@ def _tuned(section: dict[str, Any]) -> tuple[str, list[str]]:
 
 def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
     """One stage per (method, dataset) of a table section, its seeds run one after the other in one process
-    (a process start and DVC's bookkeeping cost ~18 s a stage). The seeds are written out here: after
+    (a process start and DVC's bookkeeping cost ~6 s a stage). The seeds are written out here: after
     changing a section's ``seeds``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro``
     does)."""
     seeds = params[section]["seeds"]
@@ -337,10 +339,10 @@ def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
 
 def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
                  bimodal_inputs: list[str]) -> dict[str, Any]:
-    """One stage per (method, seed) of a unimodal study, running every value in one process (a process
-    start and DVC's bookkeeping cost ~18 s a stage, as much as a short run); one per (method, value, seed)
-    of an image-text study. The values are written out here: after changing a study's ``values``,
-    regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
+    """One stage per method of a unimodal study, running its seeds and values in one process (a process start
+    and DVC's bookkeeping cost ~6 s a stage, measured: a third of a side study's 2-epoch run); one per
+    (method, value, seed) of an image-text study. The seeds and values are written out here: after changing a
+    study's ``seeds`` or ``values``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
     section = "bimodal_studies" if bimodal else "studies"
     base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
     flag, selection = _tuned(spec)
@@ -355,11 +357,13 @@ def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str]
             **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
         }
     return {
-        "matrix": {"method": f"${{{section}.{name}.methods}}", "seed": f"${{{section}.{name}.seeds}}"},
-        "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed ${{item.seed}}" + flag,
+        "matrix": {"method": f"${{{section}.{name}.methods}}"},
+        "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed "
+               + " ".join(map(str, spec["seeds"])) + flag,
         "deps": _data_deps([spec["dataset"]]) + selection + code,
         "params": [*base, f"{section}.{name}"],
-        **_run_outputs([f"studies/{name}/${{item.method}}-{value}-s${{item.seed}}" for value in spec["values"]]),
+        **_run_outputs([f"studies/{name}/${{item.method}}-{value}-s{seed}" for seed in spec["seeds"]
+                        for value in spec["values"]]),
     }
 
 
@@ -467,14 +471,16 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
             stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False,
                                                           code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
+    from .config import study_reports
+
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():
             entry, datasets = (BIMODAL_ENTRY, []) if bimodal else (TRAIN_ENTRY, [spec["dataset"]])
             stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
                                                    _bimodal_inputs(params))
-            if spec.get("report"):
-                reads_study.setdefault(spec["report"], []).append((name, section))
+            for report in study_reports(spec.get("report")):
+                reads_study.setdefault(report, []).append((name, section))
     if "emc2_convergence" in params:
         from .config.convergence import CONVERGENCE_METHODS, convergence_config
 

@@ -7,7 +7,7 @@ Input frames are those of :func:`~isogclr.analysis.tables.collect_runs`: one row
   SogCLR > SimCLR, iSogCLR > SogCLR, iSogCLR > SimCLR, and the same with the authors' conventions);
 * :func:`all_methods_verdicts`: iSogCLR beats every baseline (Tables 1/3/4) and TaU+SimCLR (Table 10);
 * :func:`epochs_verdicts`: every method gains from the longer budget, and iSogCLR is the best at each budget
-  (Tables 3/4).
+  (Tables 3/4; the second budget is the study :func:`budget_study` names).
 
 Every comparison is :func:`~isogclr.analysis.verdicts.compare` (paired by seed, 95% Student t, minimum detectable
 effect). With reference rows (:func:`no_learning_floors`), a comparison whose two methods stay within
@@ -25,11 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import TableSpec
+from ..config import ConfigError, TableSpec, study_reports
 from .tables import MISSING, PAPER_COUNTERPART, cell, mean_std, paper_numbers, side_by_side
 from .verdicts import NO_LEARNING_MARGIN, Verdict, best_of, compare, paper_difference, per_seed
 
 PAPER_TABLE = "isogclr_table1"
+REPORT = "table1_unimodal"  # the report of these tables (``studies.<name>.report`` of the budget study)
 PAPER_EPOCHS_TABLE = "isogclr_table34"
 # the orderings tested on every dataset of a table section (better, worse), when both methods were run
 PAIRS = (("sogclr", "simclr"), ("isogclr", "sogclr"), ("isogclr", "simclr"), ("sogclr_official", "simclr"),
@@ -122,6 +123,19 @@ def epochs_table(budgets: pd.DataFrame, methods: Sequence[str], paper34: pd.Data
             row[f"paper {counterpart} {e} ep"] = cell(r["mean"].iloc[0], r["std"].iloc[0]) if len(r) else MISSING
         rows.append(row)
     return pd.DataFrame(rows).set_index("method")
+
+
+def budget_study(params: Mapping[str, Any]) -> str:
+    """The study that gives Tables 3/4 their second pre-training budget: the one whose knob is ``train.epochs``
+    and whose ``report`` lists this report (the mini profile's ``ladder_synth10_lt``, which is also a budget
+    ladder; the paper profile's ``epochs``). Its other budget is Table 1's runs."""
+    names = [name for name, spec in (params.get("studies") or {}).items()
+             if isinstance(spec, dict) and spec.get("knob") == "train.epochs"
+             and REPORT in study_reports(spec.get("report"))]
+    if len(names) != 1:
+        raise ConfigError(f"studies.*.report: Tables 3/4 read one study with knob train.epochs and report "
+                          f"{REPORT}; found {names or 'none'}")
+    return names[0]
 
 
 def epochs_verdicts(budgets: pd.DataFrame, methods: Sequence[str], dataset: str, paper34: pd.DataFrame,

@@ -77,7 +77,10 @@ CLAIM_GROUPS = (
     ("tune", "selection on the validation split, unimodal"),
     ("tune_bimodal", "selection on held-out training pairs, image-text"),
     ("train", "Table 1 on the generated sets, balanced and long-tailed"),
-    ("study_ladder_", "budget ladders and the temperature-frequency ground truth"),
+    ("study_ladder_", "budget ladders and the temperature-frequency ground truth"),  # and Tables 3/4 (mini)
+    ("references", "reference rows: no-learning probes and the supervised reference"),
+    ("train_references", "reference rows: no-learning probes and the supervised reference"),
+    ("train_pretrain", "pre-training of the image-text runs' image encoder"),
     ("train_real", "Table 1 on Fashion-MNIST"),
     ("train_bimodal", "the image-text comparison and SogCLR Table 4's second budget"),
     ("study_bimodal_epochs", "the image-text comparison and SogCLR Table 4's second budget"),

@@ -43,8 +43,8 @@ _EXPORTS = {
         "temperature_spec",
     ),
     "studies": (
-        "BimodalStudySpec", "OneKnob", "StudySpec", "pretraining_epochs", "study_run_config", "study_run_dir",
-        "study_spec",
+        "BimodalStudySpec", "OneKnob", "StudySpec", "pretraining_epochs", "study_reports", "study_run_config",
+        "study_run_dir", "study_spec",
     ),
     "tuning": (
         "TUNING_DIR", "TUNING_SECTIONS", "TuningSpec", "selection_path", "tuning_candidates", "tuning_run_config",

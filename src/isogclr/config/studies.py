@@ -23,8 +23,9 @@ class OneKnob:
     keys set for every run of the study (``train.epochs: 40``); setting ``train.epochs`` (by knob or
     override) replaces ``train.epochs_by_dataset``. Runs are written to
     ``studies/<name>/<method>-<value>-s<seed>``, one namespace for ``studies`` and ``bimodal_studies``.
-    ``report`` names the report notebook that reads the study: the generated pipeline
-    (:mod:`isogclr.pipeline`) makes that report depend on the study's runs and parameters.
+    ``report`` names the report notebook that reads the study, or a list of them (the mini profile's
+    ``ladder_synth10_lt`` is both the long-tailed budget ladder and Tables 3/4's second budget): the generated
+    pipeline (:mod:`isogclr.pipeline`) makes each of them depend on the study's runs and parameters.
     """
 
     methods: tuple[str, ...]
@@ -32,7 +33,7 @@ class OneKnob:
     values: tuple
     seeds: tuple[int, ...] = (0,)
     overrides: dict[str, Any] | None = None
-    report: str = ""
+    report: str | tuple[str, ...] = ""
     tuned: bool = False  # the runs use each method's selection on the validation split (tuning/<method>)
 
     def __post_init__(self) -> None:
@@ -40,6 +41,15 @@ class OneKnob:
             raise ValueError("methods, values and seeds must be non-empty lists")
         if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"seeds are non-negative integers, got {list(self.seeds)}")
+        if not isinstance(self.report, str) and not all(isinstance(r, str) and r for r in self.report):
+            raise ValueError(f"report: a report's name or a list of names, got {list(self.report)!r}")
+
+
+def study_reports(report: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """A study's ``report`` (params.yaml: one report's name or a list of them) as a tuple of names."""
+    if not report:
+        return ()
+    return (report,) if isinstance(report, str) else tuple(report)
 
 
 @dataclass(frozen=True)
