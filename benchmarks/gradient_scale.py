@@ -151,7 +151,7 @@ def main() -> None:
 def command_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """The options that differ from their defaults, as a command line (the folders --runs and --out left out)."""
     out = []
-    for key in ("seeds", "variants", "lr", "epochs", "name"):
+    for key in (a.dest for a in parser._actions if a.dest not in ("help", "runs", "out")):
         value = getattr(args, key)
         if value != parser.get_default(key):
             out.append(f"--{key} " + " ".join(f"{v:g}" if isinstance(v, float) else str(v)

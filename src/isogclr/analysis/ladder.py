@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import pretraining_epochs, run_id, study_reports, study_spec
+from ..config import pretraining_epochs, run_id, study_spec
 from .stats import paired_differences, t_interval
-from .studies import check_differs_only, study_run_path
+from .studies import check_differs_only, studies_read_by, study_run_path
 from .tables import MISSING, PAPER_COUNTERPART, paper_numbers
 from .temperatures import frequency_correlation, frequency_verdict, load_temperatures
 from .verdicts import LEVEL, Verdict, compare, not_testable, paper_difference
@@ -45,8 +45,7 @@ TAU_CLAIM = "tau grows with class frequency"
 def ladder_studies(params: dict[str, Any]) -> list[str]:
     """The names of the studies that are budget ladders (their ``report`` lists ``budget_ladder``), in
     params.yaml's order; a ladder whose knob is not ``train.epochs`` is an error."""
-    names = [name for name, spec in (params.get("studies") or {}).items()
-             if isinstance(spec, dict) and REPORT in study_reports(spec.get("report"))]
+    names = studies_read_by(params, REPORT)
     for name in names:
         if study_spec(params, name).knob != KNOB:
             raise ValueError(f"studies.{name}.knob: a budget ladder's knob is {KNOB}, got "

@@ -10,14 +10,22 @@ timing record ``timing.csv`` (:mod:`isogclr.timing`; the last measured times, on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..config import study_run_dir, study_spec
+from ..config import study_reports, study_run_dir, study_spec
 from .timing import run_seconds, timing_record
+
+
+def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None) -> list[str]:
+    """The names of the studies (``studies`` in params.yaml) whose ``report`` names or lists ``report``, in
+    params.yaml's order; with ``knob``, only those of that knob."""
+    return [name for name, spec in (params.get("studies") or {}).items()
+            if isinstance(spec, dict) and report in study_reports(spec.get("report"))
+            and (knob is None or spec.get("knob") == knob)]
 
 
 def study_run_path(root: Path | str, study: str, method: str, value: Any, seed: int,

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import ConfigError, TableSpec, study_reports
+from ..config import ConfigError, TableSpec
+from .studies import studies_read_by
 from .tables import MISSING, PAPER_COUNTERPART, cell, mean_std, paper_numbers, side_by_side
 from .verdicts import NO_LEARNING_MARGIN, Verdict, best_of, compare, paper_difference, per_seed
 
@@ -129,9 +130,7 @@ def budget_study(params: Mapping[str, Any]) -> str:
     """The study that gives Tables 3/4 their second pre-training budget: the one whose knob is ``train.epochs``
     and whose ``report`` lists this report (the mini profile's ``ladder_synth10_lt``, which is also a budget
     ladder; the paper profile's ``epochs``). Its other budget is Table 1's runs."""
-    names = [name for name, spec in (params.get("studies") or {}).items()
-             if isinstance(spec, dict) and spec.get("knob") == "train.epochs"
-             and REPORT in study_reports(spec.get("report"))]
+    names = studies_read_by(params, REPORT, knob="train.epochs")
     if len(names) != 1:
         raise ConfigError(f"studies.*.report: Tables 3/4 read one study with knob train.epochs and report "
                           f"{REPORT}; found {names or 'none'}")
