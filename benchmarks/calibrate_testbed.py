@@ -35,7 +35,7 @@ from isogclr.data.synthetic import SyntheticSpec, class_names, generate_split
 from isogclr.models import ContrastiveModel
 from isogclr.train import distributed
 from isogclr.train.engine import fit
-from isogclr.train.loop import _evaluate, _UnimodalTask
+from isogclr.train.loop import UnimodalTask, evaluate_encoder
 from isogclr.train.references import raw_pixel_probe
 
 # the encoder, colour jitter and warm-up (epochs, steps) before the calibration, and after it
@@ -133,11 +133,11 @@ def run_setting(params: dict, name: str) -> dict:
         row["raw_pixels_top1"] = round(raw_pixel_probe(train, val, cfg), 2)
         for seed in (0, 1):
             torch.manual_seed(seed)
-            row[f"random_init_s{seed}_top1"] = round(_evaluate(ContrastiveModel(cfg.encoder, cfg.head), train, val,
-                                                              cfg, device)["top1"], 2)
+            scores = evaluate_encoder(ContrastiveModel(cfg.encoder, cfg.head), train, val, cfg, device)
+            row[f"random_init_s{seed}_top1"] = round(scores["top1"], 2)
         return row
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, epochs=epochs, eval_every=0))
-    task = _UnimodalTask(cfg, distributed.setup(device), train, val, train, False)
+    task = UnimodalTask(cfg, distributed.setup(device), train, val, train, False)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         fit(task, total_steps=task.steps_per_epoch * epochs,
@@ -146,7 +146,7 @@ def run_setting(params: dict, name: str) -> dict:
             curves_dir=None, barrier=lambda: None, is_main=True)
     row["steps"] = task.steps_per_epoch * epochs
     row["train_s"] = round(time.perf_counter() - start, 1)
-    metrics = _evaluate(task.model, train, val, cfg, device)
+    metrics = evaluate_encoder(task.model, train, val, cfg, device)
     row.update(val_top1=round(metrics["top1"], 2), val_knn1=round(metrics["knn1_top1"], 2))
     return row
 

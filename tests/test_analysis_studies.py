@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 
 import pytest
 
@@ -35,18 +34,20 @@ def test_collect_study_reads_every_value_and_borrowed_points(tmp_path, smoke_par
     assert rho["value"].tolist() == [0.1, 0.3] and rho["top1"].tolist() == [40.0, 42.0]
     both = collect_study(params, "tau_init", tmp_path, extra={0.3: ("rho", 0.3)})
     assert both["value"].tolist() == [0.3, 0.7] and both["top1"].tolist() == [42.0, 45.0]
-    # the times come from the timing record, keyed by the run's folder; an epoch without a row is NaN
+    # the curves hold no wall clock (the reports measure cost in steps and samples seen); the timing record is read
+    # by isogclr.analysis.timing only, keyed by the run's folder
     record = tmp_path / "timing.csv"
     timing.record(timing.run_key(tmp_path / "rho" / "isogclr-0.1-s0"),
                   [{"epoch": 2, "seconds": 0.25}, {"epoch": 1, "seconds": 0.5}], path=record)
-    timing.record(timing.run_key(tmp_path / "rho" / "isogclr-0.3-s0"), [{"epoch": 1, "seconds": 0.5}], path=record)
-    curves = study_curves(params, "rho", tmp_path, timing_path=record)
-    assert curves["train_seconds"].tolist()[:3] == [0.5, 0.75, 0.5] and math.isnan(curves["train_seconds"].iloc[3])
-    assert "seconds" not in curves
-    no_record = study_curves(params, "rho", tmp_path, timing_path=tmp_path / "missing.csv")
-    assert no_record["train_seconds"].isna().all() and len(no_record) == 4
+    curves = study_curves(params, "rho", tmp_path)
+    assert not [c for c in curves.columns if "seconds" in c] and len(curves) == 4
+    assert curves["step"].tolist() == [2, 4, 2, 4] and curves["samples_seen"].tolist() == [64, 128, 64, 128]
     assert run_seconds(tmp_path / "rho" / "isogclr-0.1-s0", timing_path=record).to_dict("list") == {
         "epoch": [1, 2], "train_seconds": [0.5, 0.75]}
+    log = tmp_path / "rho" / "isogclr-0.3-s0" / "train_log.csv"
+    log.write_text("epoch,step,samples_seen,loss,train_seconds\n1,2,64,1.0,0.5\n")  # an old log with a time column
+    with pytest.raises(ValueError, match=r"isogclr-0.3-s0/train_log.csv: wall-clock column\(s\) \['train_seconds'\]"):
+        study_curves(params, "rho", tmp_path)
     diff = same_settings(tmp_path / "rho" / "isogclr-0.3-s0" / "artifacts" / "config.json",
                          tmp_path / "tau_init" / "isogclr-0.7-s0" / "artifacts" / "config.json")
     assert diff == ["method.kwargs.tau_init"]

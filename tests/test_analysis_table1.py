@@ -12,7 +12,6 @@ from isogclr.analysis.table1 import (
     epochs_table,
     epochs_verdicts,
     no_learning_floors,
-    reference_frame,
     table1_table,
     table1_verdicts,
     with_references,
@@ -24,6 +23,13 @@ SPEC = TableSpec(methods=("simclr", "sogclr", "isogclr"), datasets=("synth10_lt"
 PAPER = pd.DataFrame({"method": ["simclr", "sogclr", "isogclr", "barlow_twins", "tau_simclr"],
                       "dataset": ["CIFAR10-LT"] * 5, "mean": [80.0, 81.0, 83.0, 79.0, 82.0], "std": [0.1] * 5})
 
+
+
+def reference_frame(rows: list[dict]) -> pd.DataFrame:
+    """Reference rows as the reports read them: method, dataset, seed, top1 (a reference without seeds: seed 0)."""
+    frame = pd.DataFrame(rows, columns=["method", "dataset", "seed", "top1"])
+    frame["seed"] = frame["seed"].fillna(0).astype(int)
+    return frame
 
 def frame(means: dict[str, tuple[float, float, float]], dataset: str = "synth10_lt") -> pd.DataFrame:
     return pd.DataFrame([{"method": m, "dataset": dataset, "seed": s, "top1": v}

@@ -168,3 +168,79 @@ def test_report_helpers_build_verdicts_from_per_seed_tables():
     taus["class_frequency"] = taus.groupby(["run", "label"])["label"].transform("size")
     v = frequency_verdict(taus, "frequent -> larger tau", {0: "r0", 1: "r1"})
     assert v.status == "supported" and v.n_seeds == 2 and "over class means" in v.evidence
+
+
+def _bounded_taus(at_min: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """1000 temperatures in [0.005, 0.1]: ``at_min`` of them at tau_min 0.005 (up to 1e-6), the rest spread and
+    decreasing with a frequency (so that a spread state gives a clear contradicted verdict)."""
+    rng = np.random.default_rng(seed)
+    freq = rng.integers(1, 50, 1000).astype(float)
+    tau = 0.1 - 0.0018 * freq + rng.normal(0, 0.003, 1000)
+    tau[:at_min] = 0.005 + rng.uniform(0, 1e-6, at_min)
+    return np.clip(tau, 0.005, 0.1), freq
+
+
+def test_at_bound_counts_the_values_within_the_tolerance_of_the_busiest_bound():
+    from isogclr.analysis.stats import at_bound
+    from isogclr.analysis.verdicts import at_bound_reason
+
+    values = [0.005, 0.00504, 0.00506, 0.05, 0.0995, 0.1]  # tolerance 5e-05 at tau_min, 1e-3 at tau_max
+    assert at_bound(values, {"tau_min": 0.005, "tau_max": 0.1}) == pytest.approx((2 / 6, "tau_min", 0.005, 5e-05))
+    assert at_bound(values, {"tau_min": 0.005, "tau_max": 0.1}, rtol=0.02)[0] == pytest.approx(3 / 6)
+    assert at_bound(values, {"tau_min": float("nan"), "tau_max": 0.1})[1:3] == ("tau_max", 0.1)  # no tau_min
+    assert at_bound([0.0, 0.0, 0.5], {"low": 0.0, "high": 1.0}) == pytest.approx((2 / 3, "low", 0.0, 0.01))
+    assert at_bound_reason(values, {"tau_min": 0.005, "tau_max": 0.1}) is None  # a third: not most
+    said = at_bound_reason([0.005] * 991 + [0.05] * 9, {"tau_min": 0.005, "tau_max": 0.1})
+    assert said.startswith("at its bound: 99.1% of the 1000 values within 5e-05 (1% of the bound) of tau_min 0.005")
+    with pytest.raises(ValueError, match="needs values and a bound"):
+        at_bound([0.01], {"tau_max": None})
+    with pytest.raises(ValueError, match="bound low = 0 with no range"):
+        at_bound([0.0], {"low": 0.0})
+
+
+def test_a_correlation_on_temperatures_at_their_bound_is_not_testable():
+    """The pinned state of the image-text runs: most temperatures at tau_min, rank differences in rounding noise.
+    Without bounds the correlation gives a verdict; with them, not testable (at its bound), the fraction stated;
+    a spread state under the same bounds keeps its normal verdict."""
+    bounds = {"tau_min": 0.005, "tau_max": 0.1}
+    pinned = {s: _bounded_taus(at_min=990, seed=s) for s in range(3)}
+    blind = correlation("tau grows with frequency", pinned, what="Spearman")
+    assert blind.status in ("supported", "contradicted", "inconclusive")
+    v = correlation("tau grows with frequency", pinned, what="Spearman", bounds=bounds)
+    assert v.status == "not testable" and v.n_seeds == 3
+    assert v.evidence.startswith("at its bound: 99.0% of the 3000 values within 5e-05 (1% of the bound) of tau_min")
+    assert v.effect == pytest.approx(blind.effect)  # the numbers are kept
+    spread = {s: _bounded_taus(at_min=0, seed=s) for s in range(3)}
+    normal = correlation("tau grows with frequency", spread, what="Spearman", bounds=bounds)
+    assert normal.status == "contradicted" and not normal.evidence.startswith("at its bound")
+    half = {s: _bounded_taus(at_min=500, seed=s) for s in range(3)}  # exactly half: not "most"
+    assert correlation("x", half, what="Spearman", bounds=bounds).status != "not testable"
+
+
+def test_the_temperature_verdicts_read_the_bounds_their_runs_were_trained_with(tmp_path):
+    import json
+
+    from isogclr.analysis.bimodal import load_bimodal_taus, tau_frequency_verdict
+    from isogclr.analysis.temperatures import frequency_verdict, load_temperatures
+
+    for s in range(2):
+        tau, freq = _bounded_taus(at_min=900, seed=s)
+        labels = (freq // 10).astype(int)
+        unimodal, bimodal = tmp_path / f"iso-s{s}" / "artifacts", tmp_path / f"isogclr_bimodal-s{s}" / "artifacts"
+        for folder in (unimodal, bimodal):
+            folder.mkdir(parents=True)
+            (folder / "config.json").write_text(json.dumps({"method": {"kwargs": {"tau_min": 0.005, "tau_max": 0.1}}}))
+        (bimodal.parent / "metrics.json").write_text("{}")
+        pd.DataFrame({"label": labels, "tau": tau}).to_csv(unimodal / "tau.csv", index=False)
+        pd.DataFrame({"tau_image": tau, "tau_text": tau, "cluster_frequency": freq}).to_csv(bimodal / "tau.csv",
+                                                                                          index=False)
+    taus = load_temperatures(tmp_path, ["iso-s0", "iso-s1"])
+    assert set(taus["tau_min"]) == {0.005} and set(taus["tau_max"]) == {0.1}
+    v = frequency_verdict(taus, "frequent -> larger tau", {0: "iso-s0", 1: "iso-s1"})
+    assert v.status == "not testable" and v.evidence.startswith("at its bound: 90.0% of the 2000 values")
+    pairs = load_bimodal_taus(tmp_path, ["isogclr_bimodal"], [0, 1])
+    w = tau_frequency_verdict(pairs)
+    assert w.status == "not testable" and "of tau_min 0.005" in w.evidence
+    with pytest.raises(ValueError, match="different tau_min"):
+        frequency_verdict(taus.assign(tau_min=np.where(taus["run"] == "iso-s0", 0.005, 0.01)), "x",
+                          {0: "iso-s0", 1: "iso-s1"})

@@ -5,6 +5,7 @@ generators' determinism, on tiny specs."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,8 @@ def test_manifest_round_trip(name, tmp_path, fashion_source, monkeypatch):
     # the stored spec is the generator's spec again
     module = sys.modules[manifest.BY_DATASET[name].target.split(":")[0]]
     assert module.spec_from_dict(written["spec"]) == SPECS[name]
-    # up to date: ensure reads the stamp and hashes nothing
+    _load(name, root)  # a first load decodes (and caches) the splits from bytes it hashes
+    # up to date: ensure reads the stamp and hashes nothing, nor does a load of the cached splits
     monkeypatch.setattr(manifest, "tree_hash", lambda folder: pytest.fail("ensure hashed an up-to-date folder"))
     assert ensure(name, root) == root / name
     _load(name, root)
@@ -307,12 +309,15 @@ def test_restore_data_verify_hashes_and_rebuilds_a_same_size_edit(tmp_path, caps
     table = root / "synthetic" / "c10" / "train.csv"
     data = table.read_bytes()
     table.write_bytes(data[:-2] + (b"9" if data[-2:-1] != b"9" else b"8") + data[-1:])  # same size, other bytes
+    assert not manifest.up_to_date(root / "synthetic")  # the listing sees the write (its change time)
+    manifest.write_stamp(root / "synthetic", written["sha256"], written["spec"])  # as a disk error: no trace
     assert manifest.up_to_date(root / "synthetic")  # the cheap check cannot see it
     capsys.readouterr()
     assert main(["restore-data", "--root", str(root)]) == 0
     assert "synthetic: up to date" in capsys.readouterr().out
     assert main(["restore-data", "--root", str(root), "--verify"]) == 0
-    assert "rebuilt (its files differed from the manifest: edited or corrupted" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "rebuilt (its files differed from the manifest: edited or corrupted" in out and "c10/train.csv" in out
     assert tree_hash(root / "synthetic") == (written["sha256"], written["files"])
 
 
@@ -338,10 +343,16 @@ def test_a_split_is_decoded_once_per_verified_folder(name, dataset, tmp_path, fa
         assert again.class_names == fresh.class_names
         assert again.extra.keys() == fresh.extra.keys()
         assert all(np.array_equal(again.extra[k], fresh.extra[k]) for k in fresh.extra)
-    # a new stamp (the folder verified or rebuilt again) is a new key: decoded again
-    stamp = root / name / STAMP
-    stamp.write_text(stamp.read_text() + "\n")
+        # the key is the bytes it was decoded from (the manifest hash), not the stamp: the folder hashed and
+        # stamped again (a file touched) keeps its cache
+        os.utime(next((root / name).rglob("*.png")))
+        assert not manifest.up_to_date(root / name)
+    # a cache of other bytes (another manifest hash) is decoded again and rewritten
+    key = "c10-train" if name == "synthetic" else "train"
+    cache = root / name / manifest.DECODED / f"{key}.pt"
+    torch.save({**torch.load(cache), "source": "0" * 64}, cache)
+    decoded._MEMO.clear()
     monkeypatch.undo()
     load_dataset(dataset, root, "train")
-    key = "c10-train" if name == "synthetic" else "train"  # the cache file of the split, rewritten
-    assert torch.load(root / name / manifest.DECODED / f"{key}.pt")["stamp"] == stamp.read_text()
+    assert torch.load(cache)["source"] == read_stamp(root / name) == manifest.read_manifest(
+        root / f"{name}.json")["sha256"]

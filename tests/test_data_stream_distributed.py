@@ -69,6 +69,7 @@ def worker(rank: int, kind: str, root: str, init_file: str, out_dir: str) -> Non
     dist.destroy_process_group()
 
 
+@pytest.mark.slow  # 4 processes: 60-67 s each (pytest --durations, a 2-core machine)
 @pytest.mark.parametrize("kind", ["folder", "shards"])
 def test_four_processes_visit_each_index_once_and_share_state(tmp_path, kind):
     root = tmp_path / "data"

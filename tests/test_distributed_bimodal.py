@@ -113,6 +113,7 @@ def _check_equal(tmp_path, case: str, world: int) -> None:
             torch.testing.assert_close(value, single["state"][key], rtol=1e-12, atol=1e-12, msg=key)
 
 
+@pytest.mark.slow  # 2 processes per case: 41 s for clip (pytest --durations, a loaded 2-core machine)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_two_processes_match_one(tmp_path, case):
     _check_equal(tmp_path, case, 2)

@@ -35,3 +35,25 @@ def test_readme_recipe_keeps_table1_and_the_knobs():
     metrics = [c for c in header if re.fullmatch(r"runs/[a-z_]+-synth10(_lt)?-s0/metrics.json:top1", c)]
     assert len(metrics) >= 2 and "methods.isogclr.tau_min" in header, header
     assert len(header) <= 16 and rows  # fits a screen
+
+
+def test_dvc_exp_show_lists_the_knobs_each_table1_run_used():
+    """Each run writes knobs.json (its method's knobs after the selection), declared as metrics: the README's
+    second recipe shows them beside the run, e.g. SimCLR's selected tau."""
+    runs = sorted((ROOT / "runs").glob("*-synth10-s0/knobs.json"))
+    if not (ROOT / ".git").exists() or not runs:
+        pytest.skip("needs the committed runs of a git checkout")
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith(".venv/bin/dvc exp show --csv") and "knobs.json" in line)
+    shown = subprocess.run([str(DVC), *shlex.split(line)[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    header, workspace, *_ = list(csv.reader(io.StringIO(shown.stdout)))
+    row = dict(zip(header, workspace, strict=True))
+    import json
+
+    for method in ("simclr", "sogclr", "isogclr"):
+        knobs = json.loads((ROOT / "runs" / f"{method}-synth10-s0" / "knobs.json").read_text())
+        assert row[f"runs/{method}-synth10-s0/knobs.json:loss"] == method
+        selected = json.loads((ROOT / "tuning" / method / "selected.json").read_text())["knobs"]
+        for knob, value in selected.items():  # the tuned run used the selection's knobs
+            assert knobs[knob] == value and float(row[f"runs/{method}-synth10-s0/knobs.json:{knob}"]) == value

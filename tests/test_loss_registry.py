@@ -1,6 +1,9 @@
-"""The registry knows each loss's module and modality; every loss declares the interface the trainers read."""
+"""A loss is one module named after it; the registry reads each module's modality from its source; every loss
+declares the interface the trainers read."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,7 +11,7 @@ from torch import nn
 
 from isogclr.losses import BIMODAL_LOSSES, LOSSES, MODALITY, UNIMODAL_LOSSES, build_loss, losses_of, register_loss
 from isogclr.losses.base import ContrastiveLoss
-from isogclr.losses.registry import REGISTRY, ModalityT, loss_module
+from isogclr.losses.registry import ModalityT, loss_module, registered
 
 
 def test_every_loss_has_a_modality_and_the_lists_are_derived():
@@ -43,8 +46,8 @@ def test_unimodal_losses_take_two_views(name):
 
 def test_bad_modality_and_missing_attribute_are_errors():
     bad: ModalityT = "trimodal"  # type: ignore[assignment]
-    with pytest.raises(ValueError, match="modality of loss 'x' must be 'unimodal' or 'bimodal', got 'trimodal'"):
-        register_loss("x", bad)
+    with pytest.raises(ValueError, match="modality of a loss must be 'unimodal' or 'bimodal', got 'trimodal'"):
+        register_loss(bad)
     with pytest.raises(ValueError, match="modality must be 'unimodal' or 'bimodal'"):
         losses_of(bad)
 
@@ -52,22 +55,44 @@ def test_bad_modality_and_missing_attribute_are_errors():
         pass
 
     with pytest.raises(TypeError, match="NoAttribute must declare the class attribute expects_normalized"):
-        register_loss("no_attribute", "unimodal")(NoAttribute)
-    assert "no_attribute" not in LOSSES
+        register_loss("unimodal")(NoAttribute)
 
     class NoBase(nn.Module):
         expects_normalized = True
 
     with pytest.raises(TypeError, match="NoBase must derive from isogclr.losses.base.ContrastiveLoss"):
-        register_loss("no_base", "unimodal")(NoBase)
+        register_loss("unimodal")(NoBase)
 
-    class NotInTheTable(ContrastiveLoss):
+    class OutsideThePackage(ContrastiveLoss):  # defined in this test module, not in isogclr.losses.<name>
         expects_normalized = True
 
-    with pytest.raises(ValueError, match=r"loss 'not_in_the_table' .* is not registered as such .*REGISTRY"):
-        register_loss("not_in_the_table", "unimodal")(NotInTheTable)
-    with pytest.raises(ValueError, match=r"loss 'simclr' .* is not registered as such"):  # a name of another class
-        register_loss("simclr", "unimodal")(NotInTheTable)
+    with pytest.raises(ValueError, match=r"OutsideThePackage is defined in tests.test_loss_registry: a loss is a "
+                                         r"module of isogclr.losses"):
+        register_loss("unimodal")(OutsideThePackage)
+    with pytest.raises(KeyError, match="unknown loss 'no_such_loss': no module isogclr.losses.no_such_loss"):
+        build_loss("no_such_loss", 4)
+    with pytest.raises(KeyError, match="unknown loss 'two_views'"):  # a helper module holds no loss
+        loss_module("two_views")
+
+
+def test_the_registry_is_the_modules_of_the_package(tmp_path, monkeypatch):
+    """Every module with a @register_loss class is a loss named after the module, and nothing else is."""
+    import isogclr.losses.registry as reg
+
+    files = {p.stem for p in Path(reg.__file__).parent.glob("*.py")}
+    assert set(registered()) <= files and {"base", "two_views", "registry", "numerics"} & set(registered()) == set()
+    for name, entry in registered().items():
+        assert LOSSES[name].__name__ == entry.cls and LOSSES[name].__module__ == f"isogclr.losses.{name}"
+    # the modality is read from the decorator's literal; anything else is refused naming the file
+    (tmp_path / "computed.py").write_text("MOD = 'unimodal'\n@register_loss(modality=MOD)\nclass A:\n    pass\n")
+    with pytest.raises(ValueError, match=r"computed.py: class A: write @register_loss\(modality='unimodal'\)"):
+        reg._declared(tmp_path / "computed.py")
+    (tmp_path / "two.py").write_text("@register_loss('unimodal')\nclass A: pass\n"
+                                     "@register_loss('bimodal')\nclass B: pass\n")
+    with pytest.raises(ValueError, match=r"two.py: one loss per module .*\['A', 'B'\]"):
+        reg._declared(tmp_path / "two.py")
+    (tmp_path / "one.py").write_text("@register_loss('bimodal')\nclass Mine: pass\n")
+    assert reg._declared(tmp_path / "one.py") == reg.LossEntry("Mine", "bimodal")
 
 
 # --- the interface the trainers read (isogclr.losses.base.ContrastiveLoss), one test per registered loss ---
@@ -75,7 +100,7 @@ def test_bad_modality_and_missing_attribute_are_errors():
 _KWARGS = {"negcache": {"dim": 8}}
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(LOSSES))
 def test_every_loss_declares_the_interface(name):
     """The trainers read expects_normalized, extra_outputs, temperatures() and step_stats() without probing."""
     cls = LOSSES[name]

@@ -8,10 +8,11 @@ import textwrap
 import pytest
 import yaml
 
+from isogclr.code_deps import module_closure, notebook_modules
 from isogclr.config import ConfigError, load_params
 from isogclr.data.base import dataset_module
 from isogclr.losses.registry import loss_module, losses_of
-from isogclr.pipeline import BIMODAL_ENTRY, TRAIN_ENTRY, build_pipeline, main, module_closure, notebook_modules
+from isogclr.pipeline import BIMODAL_ENTRY, TRAIN_ENTRY, build_pipeline, main
 
 from .conftest import ROOT
 
@@ -55,7 +56,8 @@ def test_every_run_depends_on_the_modules_it_imports(pipeline, path):
 def test_runs_do_not_depend_on_the_reports_code(pipeline):
     for name, stage in pipeline["stages"].items():
         if name.startswith(("train", "study_")):
-            assert not any(d.startswith("src/isogclr/analysis/") or d == "src/isogclr/cli.py" for d in stage["deps"])
+            command_line = ("src/isogclr/cli.py", "src/isogclr/commands.py")
+            assert not any(d.startswith("src/isogclr/analysis/") or d in command_line for d in stage["deps"])
     assert "src/isogclr/train/loop.py" not in pipeline["stages"]["table1_unimodal"]["deps"]  # reports only read
 
 
@@ -94,8 +96,9 @@ def test_a_new_study_is_a_params_block(params):
     assert stage["matrix"] == {"method": "${studies.beta0.methods}"}
     assert "studies.beta0" in stage["params"] and "--tuned" not in stage["cmd"]
     assert "--study beta0" in stage["cmd"] and "--seed 0 1" in stage["cmd"] and "data/synthetic.json" in stage["deps"]
-    assert [next(iter(m)) for m in stage["metrics"]] == [
-        f"studies/beta0/${{item.method}}-{value}-s{seed}/metrics.json" for seed in (0, 1) for value in (0.7, 0.8)]
+    assert [next(iter(m)) for m in stage["metrics"]] == [  # each run's scores and the knobs it used
+        f"studies/beta0/${{item.method}}-{value}-s{seed}/{name}" for seed in (0, 1) for value in (0.7, 0.8)
+        for name in ("metrics.json", "knobs.json")]
     assert all(next(iter(o.values())) == {"cache": False} for o in stage["outs"])  # in git: a clone is a replica
     assert "studies/beta0" in stages["ablations"]["deps"] and "studies.beta0" in stages["ablations"]["params"]
     assert "studies/beta0" not in stages["small_batch"]["deps"]
@@ -122,11 +125,11 @@ def test_a_study_read_by_two_reports_is_an_input_of_both(params):
     assert "studies/ladder_synth10_lt" not in stages["ablations"]["deps"]
 
 
-def test_one_metrics_file_per_run_and_comparison_plots(pipeline):
+def test_one_metrics_and_one_knobs_file_per_run_and_comparison_plots(pipeline):
     train = pipeline["stages"]["train"]
     seeds = load_params(ROOT / "params.yaml")["table1"]["seeds"]  # one stage per (method, dataset) runs every seed
-    assert [list(m)[0] for m in train["metrics"]] == [f"runs/${{item.method}}-${{item.dataset}}-s{s}/metrics.json"
-                                                      for s in seeds]
+    assert [list(m)[0] for m in train["metrics"]] == [f"runs/${{item.method}}-${{item.dataset}}-s{s}/{name}"
+                                                      for s in seeds for name in ("metrics.json", "knobs.json")]
     assert train["cmd"].endswith(f"--seed {' '.join(map(str, seeds))} --tuned --export-seed {seeds[0]}")
     assert "tuning/${item.method}/selected.json" in train["deps"] and "table1.seeds" in train["params"]
     assert "plots" not in train  # no one-run charts: the top-level plots compare runs

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from isogclr.pipeline import REPORTS, report_outputs
+from isogclr.report_registry import REPORTS, report_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,25 +4,65 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
 import yaml
 
 from isogclr.cli import main
-from isogclr.config import ConfigError, load_params, merge_profile, run_config, search_points, validate_params
-from isogclr.config.core import _OverlayLoader
+from isogclr.config import (
+    ConfigError,
+    check_profiles,
+    differences,
+    load_params,
+    merge_profile,
+    run_config,
+    search_points,
+    validate_params,
+)
+from isogclr.config.profiles import _OverlayLoader, overlay_keys
 
 from .conftest import ROOT
 
-FULL = yaml.safe_load((ROOT / "tests" / "data" / "profiles_full.yaml").read_text())
-
 
 @pytest.mark.parametrize("name", ["smoke", "paper"])
-def test_an_overlay_merges_to_the_full_profile_and_validates(name):
+def test_an_overlay_merges_to_a_full_profile_that_validates(name):
     params = load_params(ROOT / "profiles" / f"{name}.yaml")
-    assert params == FULL[name]
     assert "extends" not in params and params["profile"] == name
     validate_params(params)
+
+
+def test_profile_check_checks_every_profile_by_rule(tmp_path, capsys):
+    """`python -m isogclr profile --check`: every profile merges and validates, an overlay changes only what it
+    names, and params.yaml is compared with the mini profile (no stored copy of the merged profiles)."""
+    assert main(["profile", "--check", "--profiles", str(ROOT / "profiles"), "--out", str(ROOT / "params.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "profiles/smoke.yaml: overlay of mini.yaml, valid" in out and "params.yaml: the mini profile" in out
+    assert "paper_settings" not in out  # not a profile
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    shutil.copy(ROOT / "profiles" / "mini.yaml", folder / "mini.yaml")
+    (folder / "tiny.yaml").write_text("extends: mini\nprofile: tiny\ntrain: {epochs: 0}\n")
+    with pytest.raises(ConfigError, match=r"tiny.yaml: .*epochs"):
+        check_profiles(folder, validate_params)
+    (folder / "tiny.yaml").write_text("extends: mini\nprofile: tiny\ntrian: {epochs: 2}\n")
+    with pytest.raises(ConfigError, match=r"tiny.yaml: .*trian: unknown key \(did you mean 'train'\?\)"):
+        check_profiles(folder, validate_params)
+    (folder / "tiny.yaml").write_text("extends: mini\nprofile: tiny\ntrain: {epochs: 2}\n")
+    assert check_profiles(folder, validate_params)[-1].endswith("tiny.yaml: overlay of mini.yaml, valid, 2 keys "
+                                                                "differ from it")  # profile and train.epochs
+    edited = tmp_path / "params.yaml"  # an ablation in progress: params.yaml is not the mini profile
+    params = load_params(folder / "mini.yaml")
+    params["methods"]["isogclr"]["tau_min"] = 0.02
+    edited.write_text(yaml.safe_dump(params))
+    assert main(["profile", "--check", "--profiles", str(folder), "--out", str(edited)]) == 0
+    assert f"{edited}: the mini profile but 1 keys: methods.isogclr.tau_min" in capsys.readouterr().out
+
+
+def test_differences_and_overlay_keys():
+    assert differences({"a": {"x": 1, "y": 2}, "c": 3}, {"a": {"x": 1, "y": 3}, "b": 1}) == ["a.y", "b", "c"]
+    overlay = yaml.load("a:\n  y: 3\n  z: !replace {j: 2}\nb: !delete\n", Loader=_OverlayLoader)
+    assert overlay_keys(overlay) == {"a", "a.y", "a.z", "b"}  # a replaced mapping is one key
 
 
 def test_merge_rules():
@@ -51,7 +91,8 @@ def test_profile_command_writes_the_full_params(tmp_path, capsys):
     out = tmp_path / "params.yaml"
     assert main(["profile", "smoke", "--profiles", str(ROOT / "profiles"), "--out", str(out)]) == 0
     text = out.read_text()
-    assert yaml.safe_load(text) == FULL["smoke"] and "extends" not in text and "!delete" not in text
+    assert yaml.safe_load(text) == load_params(ROOT / "profiles" / "smoke.yaml")
+    assert "extends" not in text and "!delete" not in text
     assert main(["profile", "mini", "--profiles", str(ROOT / "profiles"), "--out", str(out)]) == 0
     assert out.read_text() == (ROOT / "profiles" / "mini.yaml").read_text()  # comments kept
 
@@ -59,7 +100,8 @@ def test_profile_command_writes_the_full_params(tmp_path, capsys):
 def test_a_knob_set_beside_its_search_space_is_refused(smoke_params):
     params = copy.deepcopy(smoke_params)
     params["methods"]["isogclr"]["rho"] = 0.4  # what `dvc exp run -S methods.isogclr.rho=0.4` does
-    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: also a knob of methods.isogclr.search.*Change"):
+    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: also a knob of methods.isogclr.search.*"
+                                          r"pin it.*or change the candidates"):
         validate_params(params)
     params = copy.deepcopy(smoke_params)
     params["methods"]["isogclr"]["untuned"] = 2

@@ -56,7 +56,7 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     assert len(taus) == 400 and all(0.05 <= t <= 1.0 for t in taus)
     assert len((run / "train_log.csv").read_text().splitlines()) == 1 + cfg.train.epochs
     # what a run keeps: small committed files (the export only with export=True) and the float32 local/ copies
-    committed = {"metrics.json", "train_log.csv", "artifacts/config.json", "artifacts/tau.csv"}
+    committed = {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/tau.csv"}
     local = {"local/encoder.pt", "local/features.pt", "local/run.lock"}  # run.lock: the run folder's lock
     assert run_files(run) == committed | local | {"artifacts/encoder.pt", "artifacts/features.pt"}
     assert run_files(tmp_path / "b") == committed | local

@@ -60,8 +60,9 @@ def test_run_writes_metrics_in_range(tmp_path, params, _timing_record):
     assert [r["epoch"] for r in timing.read(_timing_record)] == [1, 2]
     assert timing.read(_timing_record)[0]["run"] == timing.run_key(run)
     files = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and "dvclive" not in p.parts}
-    assert files == {"metrics.json", "train_log.csv", "artifacts/config.json", "artifacts/tokenizer.json",
+    assert files == {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/tokenizer.json",
                      "local/model.pt", "local/run.lock"}
+    assert json.loads((run / "knobs.json").read_text()) == {"loss": cfg.method.loss, **cfg.method.kwargs}
     state = torch.load(run / "local" / "model.pt", weights_only=True)  # float32, for the user only
     assert state and all(isinstance(v, torch.Tensor) for v in state.values())
     assert not (run / "artifacts" / "tau.csv").exists()  # a global temperature: no per-pair file

@@ -11,14 +11,17 @@ import torch
 from isogclr import timing
 from isogclr.config import ConfigError, ConvergenceConfig
 from isogclr.data import load_dataset
-from isogclr.eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
+from isogclr.eval.convergence import (
+    all_pairs_contrastive_loss,
+    exact_objective,
+    exact_objective_and_grad_norm,
+    global_contrastive_loss,
+)
 from isogclr.models import EncoderConfig, HeadConfig
 from isogclr.train.convergence import (
     CURVE_COLUMNS,
     FRESH_VIEWS,
     _ConvergenceTask,
-    all_pairs_contrastive_loss,
-    exact_objective,
     precompute_views,
     run_study,
     train_method,

@@ -272,8 +272,10 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
 # mean over seeds of a per-seed difference with its 95% Student-t interval, beside the paper's own effect;
 # the temperature claim is a Spearman correlation with a bootstrap interval over pairs per seed, and the
 # seeds must agree in sign. **supported** / **contradicted**: the interval excludes 0 in / against the
-# paper's direction; **inconclusive**: it contains 0; **not testable**: one seed, or no counterpart at this
-# scale, with the reason. The verdicts are written to `reports/verdicts/bimodal.csv`.
+# paper's direction; **inconclusive**: it contains 0; **not testable**: one seed, no counterpart at this
+# scale, no learning, or temperatures at their bound (more than half of the learned tau_image within 1% of
+# tau_min or tau_max: their ranks then order rounding noise), with the reason and the fraction. The verdicts
+# are written to `reports/verdicts/bimodal.csv`.
 
 # %%
 settings = {m: method_settings(params, m) for m in methods}  # the side methods' knobs, named in the evidence

@@ -25,10 +25,10 @@
 # learning rate, a few epochs instead of the paper's long run): at this budget no method is close to a
 # stationary point, so the comparison is of the early phase of Figure 7, not of its end. Negative Cache is not
 # run (its objective, one cached feature per image, is not F; see the module docstring).
-# Times (training steps only, evaluations excluded) come from the timing record `timing.csv` (`isogclr.timing`):
-# the wall clock on the machine that ran each study run, tracked in git but no DVC dependency, so they are the last
-# measured times (NaN for a run the record has no row for). They are shown below each table, never written into
-# it: the study's result files (`convergence.csv`, `augmentations.csv`) and the tables hold no wall clock.
+# The report shows no wall clock (a rerun with the same results leaves it byte-identical on any machine): progress is
+# measured in samples seen and optimizer steps, which the study's result files (`convergence.csv`,
+# `augmentations.csv`) record and every machine reproduces. The wall times of the study's runs are in the timing
+# record `timing.csv` and, for the stage, in `reports/timing.md`.
 # The augmentation study trains EMC2 with A pre-computed views for each A in `augmentation_values` (SimCLR at
 # A = 2 as a reference) for the same number of steps, and reports the final F, ||grad F||^2 on its own A views
 # (the positive term averaged over all pairs of views when A > 2) and the 1-NN accuracy of the frozen encoder on
@@ -42,7 +42,6 @@ reports_dir = "reports"
 
 # %%
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -54,10 +53,8 @@ import pandas as pd
 
 from isogclr.analysis.emc2 import augmentation_verdicts, convergence_verdicts
 from isogclr.analysis.tables import save_figure, write_table
-from isogclr.analysis.timing import convergence_seconds
 from isogclr.analysis.verdicts import write_verdicts
 
-started = time.perf_counter()
 cfg = SimpleNamespace(**json.loads((Path(runs_dir) / "config.json").read_text()))  # the study's resolved settings
 FRESH_VIEWS = cfg.fresh_views  # num_augmentations of the EMC2 run with fresh views every step
 study = SimpleNamespace(convergence=pd.read_csv(Path(runs_dir) / "convergence.csv"),
@@ -80,14 +77,6 @@ caption = (f"EMC2 Figure 7 on synth10: exact F and ||grad F||^2 over the first {
 write_table(table.set_index(["method", "epoch"]), Path(reports_dir) / "tables" / "emc2_convergence", caption)
 print(caption)
 table
-
-# %% [markdown]
-# Training time (evaluation excluded) at each evaluated step, from the timing record `timing.csv`: the last measured
-# wall clock on the machine that ran the study (not a DVC dependency, not in the table).
-
-# %%
-curve[["method", "epoch", "step"]].assign(train_seconds=convergence_seconds(curve, runs_dir).round(1)).set_index(
-    ["method", "epoch"])
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -122,14 +111,6 @@ print(caption)
 aug
 
 # %% [markdown]
-# Training time of each run (evaluation excluded), from the timing record `timing.csv` (last measured, not in the
-# table).
-
-# %%
-aug.assign(train_seconds=convergence_seconds(study.augmentations, runs_dir, final=True).round(1))[
-    ["method", "num_augmentations", "train_seconds"]].set_index(["method", "num_augmentations"])
-
-# %% [markdown]
 # ## Verdicts
 #
 # Claim 1 compares the final exact ||grad F||^2 of EMC2 with the smaller of SimCLR's and SogCLR's (effect: log10 of
@@ -141,5 +122,4 @@ aug.assign(train_seconds=convergence_seconds(study.augmentations, runs_dir, fina
 
 # %%
 verdicts = convergence_verdicts(curve, cfg) + augmentation_verdicts(study.augmentations, cfg, FRESH_VIEWS)
-print(f"report: {time.perf_counter() - started:.0f} s")
 write_verdicts(verdicts, reports_dir, "emc2_convergence")

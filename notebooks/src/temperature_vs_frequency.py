@@ -65,7 +65,8 @@ save_figure(fig, reports_dir, "temperature_vs_frequency")
 #
 # Per method and dataset: each seed's Spearman correlation over samples with a 95% bootstrap interval over
 # samples (seeded); **supported** when every seed's interval lies above 0 (the seeds agree in sign),
-# **contradicted** when every one lies below 0, **inconclusive** otherwise, **not testable** with one seed.
+# **contradicted** when every one lies below 0, **inconclusive** otherwise, **not testable** with one seed or
+# when more than half of the learned temperatures sit within 1% of the run's tau_min or tau_max (at its bound).
 # The paper gives no correlation (only Figure 5's class shares), so there is no paper effect to set beside ours.
 
 # %%

@@ -27,6 +27,11 @@ verdicts_second_pass = "reports/testbed/verdicts_fdc1988.csv"
 verdicts_one_rate = "reports/testbed/verdicts_ef22ab9.csv"
 verdicts_seven_seeds = "reports/testbed/verdicts_022cafd.csv"
 verdicts_nine_seeds = "reports/testbed/verdicts_621e4fa.csv"
+pilot_verdicts = "reports/testbed/verdicts_e2c3101.csv"  # every report's verdicts at e2c3101: the pilot's spreads
+pilot_stages = "reports/testbed/repro_stages_e2c3101.csv"  # that repro's stage times and runs
+schedule_minutes = 54  # the hour with a margin
+slots = 2  # stages run two at a time
+table1_mde_cap = 3.5  # Table 1's median MDE over its generated-set comparisons may not exceed this (points)
 
 # %%
 from pathlib import Path
@@ -221,6 +226,40 @@ write_table(hour_moved.round(3), Path(reports_dir) / "tables" / "testbed_verdict
             "The central verdicts that moved from 621e4fa (9 seeds; Tables 3/4 on synth10 at one seed; the "
             "`*_official` rows in Table 1 real) to this repro (Tables 3/4 from the long-tailed ladder, 3 seeds; no "
             "`*_official` rows): status, effect and its 95% interval (points), and the minimum detectable effect")
+
+# %% [markdown]
+# ## Seeds allocated by power
+#
+# Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from e2c3101's
+# committed verdicts (a pilot: the sd of a claim's paired differences is its MDE over the MDE at sd 1; a group
+# whose claims ran one seed borrows the median spread of the nearest group with seeds, named in `sd source`) and
+# its measured minutes per seed (e2c3101's stage times over the seeds they ran), and proposes seeds per group that
+# make the most claims detectable (MDE at most max(|paper's effect|, |our effect|)) within the hour's stage-minutes
+# (the schedule times the slots, minus the stages no group covers), with at least 3 seeds per group and Table 1 at
+# the seeds its median MDE of at most 3.5 points needs. MDEs are medians over a group's claims, in points.
+
+# %%
+import math
+
+from isogclr.analysis.power import allocate, floor_minutes, pilot_claims, seed_budget, seeds_for_median_mde
+
+stages = pd.read_csv(pilot_stages)
+pilot = pilot_claims(pd.read_csv(pilot_verdicts), stages)
+budget, other = seed_budget(stages, schedule_minutes, slots)
+table1 = ("table1 synth10", "table1 synth10_lt")
+table1_seeds = seeds_for_median_mde(list(pilot[pilot["group"].isin(table1)]["sd"]), table1_mde_cap)
+floors = dict.fromkeys(table1, table1_seeds)
+needed = floor_minutes(pilot, min_seeds=floors)
+fits = needed <= budget
+schedule = schedule_minutes if fits else math.ceil((needed + other) / slots)  # the smallest schedule that pays it
+allocation = allocate(pilot, schedule * slots - other, min_seeds=floors)
+display(Markdown(
+    f"{schedule_minutes} minutes of schedule at {slots} slots leave **{budget:.1f} stage-minutes** for the groups' "
+    f"seeds ({other:.1f} go to the stages no group covers); the floor (3 seeds a group, {table1_seeds} for Table 1) "
+    f"costs **{needed:.1f}**" + ("." if fits else
+                                 f": it does not fit, so the table below is for the smallest schedule that pays it, "
+                                 f"**{schedule} minutes**, at e2c3101's stage times.")))
+allocation.round(2)
 
 # %%
 write_verdicts([], reports_dir, "testbed")  # this report checks the testbed; the claims are the other reports'

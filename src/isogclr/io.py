@@ -4,7 +4,8 @@ the one file lock, :func:`locked`, for read-modify-write cycles shared between p
 :func:`load_torch`, the one reader of ``.pt`` files (tensors and plain containers only: a pickle cannot
 run code, and a broken file is named with what to do); :func:`generated_folder`, how a generator
 replaces its output folder (never a folder it did not write, recognised by :func:`meta_keys`);
-:func:`read_lines`, text lines with the line number of an undecodable one.
+:func:`read_text`, :func:`read_json` and :func:`read_lines`, the readers of text files (UTF-8; an undecodable
+or malformed file is a :class:`TextFileError` naming it, with the line).
 
 The bottom layer's I/O helpers, used by the trainers, the analysis and the pipeline alike.
 """
@@ -89,10 +90,12 @@ class UnreadableFileError(RuntimeError):
     """A file that cannot be read as what it should be (truncated, empty, not written by this project)."""
 
 
-def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu") -> Any:
+def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu",
+               required: tuple[str, ...] = ()) -> Any:
     """Read the ``.pt`` file ``path`` with ``torch.load(weights_only=True)``: tensors, numbers, strings and
     plain containers only, so a planted pickle cannot run code. Any failure (an empty or truncated file, a
-    pickle with other objects) is an :class:`UnreadableFileError` naming the file, ``what`` it is and
+    pickle with other objects, or, given ``required``, anything but a mapping holding those keys: a file that
+    is not a ``what`` of this project) is an :class:`UnreadableFileError` naming the file, ``what`` it is and
     ``fix``, what to do."""
     import torch
 
@@ -101,7 +104,7 @@ def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu")
         raise UnreadableFileError(f"{path}: this {what} is an empty file (0 bytes; a write that never finished?): "
                                   f"{fix}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        loaded = torch.load(path, map_location=map_location, weights_only=True)
     except FileNotFoundError:
         raise
     except pickle.UnpicklingError as err:
@@ -112,13 +115,19 @@ def load_torch(path: Path | str, what: str, fix: str, map_location: Any = "cpu")
     except (RuntimeError, OSError, EOFError, ValueError) as err:
         raise UnreadableFileError(f"{path}: cannot read this {what} ({type(err).__name__}: {err}; the file is "
                                   f"truncated or corrupt): {fix}") from None
+    missing = [key for key in required if not isinstance(loaded, dict) or key not in loaded]
+    if missing:
+        held = f"a mapping without the key {missing[0]!r}" if isinstance(loaded, dict) else \
+            f"a {type(loaded).__name__}, not a mapping with the key {missing[0]!r}"
+        raise UnreadableFileError(f"{path}: not a {what} written by isogclr (it holds {held}): {fix}")
+    return loaded
 
 
 def meta_keys(folder: Path | str) -> set[str]:
     """The top-level keys of ``folder/meta.json`` (empty when it is missing, unreadable or not a JSON object):
     how a generator recognises its own output folder for :func:`generated_folder`."""
     try:
-        meta = json.loads((Path(folder) / "meta.json").read_text())
+        meta = read_json(Path(folder) / "meta.json")
     except (OSError, ValueError):
         return set()
     return set(meta) if isinstance(meta, dict) else set()
@@ -162,6 +171,41 @@ def generated_folder(out_dir: Path | str, own: Callable[[Path], bool], command: 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class TextFileError(ValueError):
+    """A file read as text that is not UTF-8, or not the JSON it should be; the message names the file and line."""
+
+
+def _not_utf8(path: Path, data: bytes, err: UnicodeDecodeError, lineno: int | None = None) -> TextFileError:
+    """The error of ``data`` (``path``'s bytes, or its line ``lineno``) that does not decode as UTF-8."""
+    line = lineno if lineno is not None else data.count(b"\n", 0, err.start) + 1
+    column = err.start - (data.rfind(b"\n", 0, err.start) + 1)
+    return TextFileError(f"{path}:{line}: not UTF-8 text (byte {column + 1} of the line: "
+                         f"{data[err.start:err.start + 1]!r}): save the file as UTF-8")
+
+
+def read_text(path: Path | str) -> str:
+    """The text of ``path``, decoded as UTF-8 with universal newlines (as :meth:`Path.read_text`); a file that
+    is not UTF-8 raises :class:`TextFileError` naming it and the line, an unreadable one (missing, a folder, a
+    loop of symbolic links) the :class:`OSError`, which names it."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _not_utf8(path, data, err) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_json(path: Path | str) -> Any:
+    """The JSON document ``path`` (:func:`read_text`); malformed JSON raises :class:`TextFileError` naming the
+    file, line and column."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TextFileError(f"{path}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+
+
 def read_lines(path: Path | str) -> list[str]:
     """The UTF-8 text lines of ``path``; a line that is not UTF-8 raises ValueError naming the file and line."""
     path = Path(path)
@@ -173,8 +217,7 @@ def read_lines(path: Path | str) -> list[str]:
         try:
             out.append(raw.decode("utf-8").rstrip("\r"))
         except UnicodeDecodeError as err:
-            raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte {err.start + 1} of the line: "
-                             f"{raw[err.start:err.start + 1]!r}): save the file as UTF-8") from None
+            raise _not_utf8(path, raw, err, lineno) from None
     return out
 
 

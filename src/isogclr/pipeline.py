@@ -18,18 +18,19 @@ What it writes, one stage family per kind of work:
 * one stage per one-knob study, all from one template (``study_<name>``: ``studies.<name>`` or
   ``bimodal_studies.<name>`` of params.yaml); the report named by the study's ``report`` key reads it;
 * the convergence study's runs (``emc2_convergence_runs``);
-* one papermill stage per report (:data:`REPORTS`), and the index.
+* one papermill stage per report (:data:`isogclr.report_registry.REPORTS`), and the index.
 
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
 depth, including the imports inside functions, but not those under ``if TYPE_CHECKING:``, which never run;
 a package's ``__init__.py`` whenever one of its modules is imported; the module behind a name a package
-imports on first access), read from the source with :mod:`ast` (:func:`module_closure`), plus the modules a
-run imports by name: its methods' losses and its datasets' loaders (:func:`run_modules`, from the registries);
+imports on first access), read from the source with :mod:`ast` (:func:`~isogclr.code_deps.module_closure`), plus the
+modules a run imports by name: its methods' losses and its datasets' loaders
+(:func:`~isogclr.code_deps.run_modules`);
 the image-text config, which the selection code imports by name for ``bimodal_tuning`` only, is among the
 image-text stages' entry modules (:data:`BIMODAL_ENTRY`). An edit anywhere on a run's path therefore
-reruns it, and an edit elsewhere (an image-text loss, for a unimodal run) does not. The command-line
-dispatcher (``cli.py``) is left out on purpose: it only parses arguments and calls the entry modules named
+reruns it, and an edit elsewhere (an image-text loss, for a unimodal run) does not. The command line
+(``cli.py``, ``commands.py``) is left out on purpose: it only parses arguments and calls the entry modules named
 here, and listing it would make every stage depend on every command; so is the validation of the whole
 params.yaml, which can refuse a run but not change it. A run's losses and datasets are read from params.yaml
 when the pipeline is generated: after changing a method's ``loss`` or a section's methods or datasets,
@@ -38,18 +39,15 @@ regenerate it (``python -m isogclr pipeline``; ``make repro`` does).
 
 from __future__ import annotations
 
-import ast
 import difflib
-import importlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-PACKAGE = "isogclr"
-SRC = Path("src")
+from .code_deps import module_closure, notebook_modules, run_modules
+from .report_registry import REPORTS, Report, report_outputs
 
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
@@ -78,235 +76,20 @@ TUNE_ENTRY = {"tuning": ("isogclr.train.tuning", *TRAIN_ENTRY),
 TUNE_STAGES = {"tuning": "tune", "bimodal_tuning": "tune_bimodal"}
 
 
-@dataclass(frozen=True)
-class Report:
-    """A report notebook: what it is given (papermill ``-p``), what it reads and what it writes.
-
-    Code dependencies are not listed: they are the ``isogclr`` imports of ``notebooks/src/<name>.py``.
-    Studies are not listed either: a study names its report (``studies.<name>.report``). Nor are its tables and
-    figures: they are read from the notebook's own ``write_table`` / ``save_figure`` calls (:func:`report_outputs`).
-    """
-
-    comment: str
-    papermill: dict[str, str]
-    reads: tuple[str, ...] = ()
-    params: tuple[str, ...] = ()
-    paper: tuple[str, ...] = ()  # transcribed paper tables (src/isogclr/analysis/paper/<name>.csv)
-    selection: str | None = None  # the selection section it shows (tuning/<m>/ of its methods), if params has it
-
-
-_RUNS = {"params_path": "params.yaml", "runs_dir": "runs", "reports_dir": "reports"}
-REPORTS: dict[str, Report] = {
-    "table1_unimodal": Report(
-        "iSogCLR Tables 1, 3/4, 10; Table 1 on Fashion-MNIST",
-        {**_RUNS, "studies_dir": "studies"}, reads=("runs",),
-        params=("profile", "table1", "table1_real", "table3", "references", "train.epochs", "train.epochs_by_dataset"),
-        paper=("isogclr_table1", "isogclr_table34")),
-    "temperature_vs_frequency": Report(
-        "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
-        params=("profile", "temperatures", "table1.seeds")),
-    "feature_tsne": Report(
-        "iSogCLR Figures 4-5: t-SNE of frozen features (first Table 1 seed)", _RUNS, reads=("runs",),
-        params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets")),
-    "rgcl_analysis": Report(
-        "iSogCLR Figures 2-3, computed exactly (no training)",
-        {"reports_dir": "reports", "params_path": "params.yaml"},  # rho and tau of the untuned runs
-        params=("methods.isogclr", "methods.simclr")),
-    "ablations": Report(
-        "iSogCLR Tables 8/9, Figures 7-9; SogCLR Table 8",
-        {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # Table 1's seed spread is the noise yardstick
-        params=("profile", "table1", "methods.isogclr", "methods.sogclr"),
-        paper=("isogclr_table8", "isogclr_table9", "sogclr_table8")),
-    "small_batch": Report(
-        "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
-        {"params_path": "params.yaml", "studies_dir": "studies", "reports_dir": "reports"},
-        params=("profile",), paper=("sogclr_batch",)),
-    "emc2_convergence": Report(
-        "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
-        {"params_path": "params.yaml", "runs_dir": "runs_convergence", "reports_dir": "reports"},
-        reads=("runs_convergence",), params=("profile", "emc2_convergence")),
-    "budget_ladder": Report(
-        "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
-        "and the selection on the validation split",
-        {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs",), selection="tuning",
-        params=("profile", "table1", "table1_real", "references", "methods", "train.epochs",
-                "train.epochs_by_dataset"),
-        paper=("isogclr_table1",)),
-    "bimodal": Report(
-        "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
-        {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports",
-         "tuning_dir": "tuning"},
-        reads=("runs_bimodal", "data/synthetic_pairs.json"),  # the images of the tau-extremes figure
-        selection="bimodal_tuning",
-        params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
-        paper=("isogclr_table2", "sogclr_table4")),
-    "testbed": Report(
-        "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
-        "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, 9 seeds for Table 1, and the "
-        "runs that left for the hour",
-        {**_RUNS, "studies_dir": "studies"},
-        reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
-               "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
-               "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
-               "reports/testbed/verdicts_621e4fa.csv",
-               *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
-                                                              "budget_ladder", "bimodal"))),
-        params=("profile", "references", "table1", "table1_real", "studies")),
-}
-
-
-def _literal_name(node: ast.expr) -> str | None:
-    """The last string constant of a path expression (``Path(reports_dir) / "tables" / "x"`` -> ``"x"``)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        return _literal_name(node.right)
-    return None
-
-
-def report_outputs(name: str, root: Path = Path(".")) -> tuple[list[str], list[str]]:
-    """``(tables, figures)`` that the report source ``notebooks/src/<name>.py`` writes, relative to ``reports/``:
-    ``tables/<stem>.md`` and ``tables/<stem>.csv`` per ``write_table(table, <path ending in "<stem>">, ...)``
-    (:func:`isogclr.analysis.tables.write_table` writes both) and ``figures/<stem>.png`` per
-    ``save_figure(fig, reports_dir, "<stem>")``, in the order of the source. The notebook is the one
-    declaration of a report's outputs; a name that is not a literal string is an error naming the line."""
-    path = Path(root) / "notebooks" / "src" / f"{name}.py"
-    tables, figures = [], []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("write_table", "save_figure")):
-            continue
-        position = 1 if node.func.id == "write_table" else 2
-        stem = _literal_name(node.args[position]) if len(node.args) > position else None
-        if stem is None:
-            raise ValueError(f"{path}:{node.lineno}: {node.func.id}(...) must name its output with a literal string "
-                             "(the pipeline reads a report's outputs from its source)")
-        if node.func.id == "write_table":
-            tables += [(node.lineno, f"tables/{stem}.md"), (node.lineno, f"tables/{stem}.csv")]
-        else:
-            figures.append((node.lineno, f"figures/{stem}.png"))
-    return ([out for _, out in sorted(tables, key=lambda p: p[0])],
-            [out for _, out in sorted(figures, key=lambda p: p[0])])
-
-
-# --- code dependencies -------------------------------------------------------------------------------
-
-
-def _module_file(module: str, root: Path) -> Path | None:
-    """The source file of ``module`` (``a.b`` -> src/a/b.py or src/a/b/__init__.py), if it is ours."""
-    base = root / SRC / Path(*module.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
-    return skipped
-
-
-def module_imports(path: Path, module: str) -> set[str]:
-    """Every ``isogclr`` module that ``path`` (module ``module``) imports, anywhere in its body, except in an
-    ``if TYPE_CHECKING:`` block (an import for annotations, which never runs)."""
-    is_package = path.name == "__init__.py"
-    package = module if is_package else module.rpartition(".")[0]
-    found: set[str] = set()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    skipped = _type_checking_only(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1])
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.add(target)
-            # `from .pkg import name`: name may be a submodule
-            found |= {f"{target}.{alias.name}" for alias in node.names}
-    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
-
-
-def _lazy_module(name: str, root: Path) -> list[str]:
-    """The module that defines ``pkg.name`` when the package ``pkg`` imports its names on first access (a
-    module-level ``__getattr__`` reading ``_LAZY``, name -> module: :mod:`isogclr.config`, :mod:`isogclr.losses`);
-    ``[]`` for any other name. ``from pkg import name`` then depends on that module, as an eager import would."""
-    package, _, attr = name.rpartition(".")
-    init = _module_file(package, root) if package else None
-    if init is None or init.name != "__init__.py" or "def __getattr__" not in init.read_text():
-        return []
-    table = getattr(importlib.import_module(package), "_LAZY", {})
-    return [table[attr]] if attr in table else []
-
-
-def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
-    """The source files (relative to ``root``) of ``entries`` and of every ``isogclr`` module they import.
-
-    Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too, so those are included.
-    """
-    root = Path(root)
-    todo, seen, files = list(entries), set(), set()
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        parts = module.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the parent packages
-        path = _module_file(module, root)
-        if path is None:  # an attribute imported with `from pkg import name`, not a module
-            todo += _lazy_module(module, root)  # unless the package imports it from a module on first access
-            continue
-        files.add(path.relative_to(root).as_posix())
-        todo += sorted(module_imports(path, module) - seen)
-    return sorted(files)
-
-
-def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
-                datasets: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
-    (``methods.<m>.loss``, its row of :data:`isogclr.losses.registry.REGISTRY`) and each dataset's loader
-    (:data:`isogclr.data.base.REGISTRY`). :func:`build_loss` and :func:`load_dataset` import them when a run
-    builds them, which :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
-
-    Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
-    check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
-    from .data.base import dataset_module
-    from .losses.registry import loss_module
-
-    losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
-    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets})
-
-
-def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
-    """The ``isogclr`` modules that the report source ``notebooks/src/<name>.py`` imports."""
-    path = Path(root) / "notebooks" / "src" / f"{name}.py"
-    found = module_imports(path, "__notebook__")
-    return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
-                  | {lazy for m in found for lazy in _lazy_module(m, Path(root))})
-
-
 # --- stages --------------------------------------------------------------------------------------------
 
 
 def _run_outputs(run_dirs: list[str]) -> dict[str, list]:
     """Runs' outputs, all in git (``cache: false``, so a fresh clone has them and ``dvc status`` is clean):
     ``artifacts/`` (config, temperatures; the first Table 1 seed's float16 encoder and test features),
-    the log and curves, one metrics file. Each run's float32 weights and features stay in its ``local/``
-    folder, which neither git nor DVC tracks (``.dvcignore``)."""
+    the log and curves, one metrics file, and the knobs the run used (``knobs.json``: its method's loss
+    arguments after the selection, declared as metrics so that ``dvc exp show`` lists them beside its scores).
+    Each run's float32 weights and features stay in its ``local/`` folder, which neither git nor DVC tracks
+    (``.dvcignore``)."""
     return {
         "outs": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("artifacts", "train_log.csv",
                                                                                    "dvclive")],
-        "metrics": [{f"{d}/metrics.json": {"cache": False}} for d in run_dirs],
+        "metrics": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("metrics.json", "knobs.json")],
     }
 
 

@@ -13,8 +13,13 @@ How it works, using only what DVC provides:
   ``dvc --wait-for-lock repro --single-item <stage>``. DVC releases its repository lock while a
   stage's command runs and takes it again to record the result, so ``dvc.lock`` is written by
   one process at a time; each stage's outputs carry DVC's own per-path read/write locks.
+* A kill at any moment leaves the pipeline able to restart (:mod:`isogclr.locks`): DVC runs as
+  ``python -m isogclr.locks``, which writes the lock files atomically, and before anything runs a lock file DVC
+  cannot read (left by a kill of an older version, or of a plain ``dvc repro`` in mid-write) is put back as git's
+  ``HEAD`` has it, with a message naming it. The stages a kill interrupted lost their outputs (DVC removes them
+  before the command runs) and run again.
 * A failed stage costs no committed file: DVC removes a stage's outputs before its command runs, so the outputs
-  of a failed stage that git tracks are put back as ``HEAD`` has them (:func:`restore_committed`), and the error
+  of a failed stage that git tracks are put back as ``HEAD`` has them (:func:`.locks.restore_committed`), and the error
   line says so.
 * When the schedule is done, a plain ``dvc repro`` runs; it finds nothing to do unless a stage
   was missed, and it is the same check a researcher would run.
@@ -152,25 +157,6 @@ def worker_env(jobs: int, base: Mapping[str, str] | None = None) -> dict[str, st
     return env
 
 
-def restore_committed(root: Path, paths: Sequence[str]) -> list[str]:
-    """Put back the files under ``paths`` (relative to ``root``) as git's ``HEAD`` has them: a failed stage's
-    outputs, which DVC removed before running its command, so that a failure does not cost a committed file.
-    Only files ``HEAD`` holds are touched (an output DVC caches and git ignores is left to ``dvc checkout``), the
-    index is left alone. Returns the restored files; ``[]`` outside a git checkout or without git."""
-    if not paths:
-        return []
-    try:
-        listed = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths], cwd=root,
-                                capture_output=True, check=True)
-        files = [f for f in listed.stdout.decode().split("\0") if f]
-        if files:
-            subprocess.run(["git", "restore", "--source=HEAD", "--worktree", "--", *files], cwd=root,
-                           capture_output=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return []
-    return files
-
-
 def stage_outputs(root: Path) -> dict[str, list[str]]:
     """Each stage's declared outputs (metrics and plots included), as paths relative to ``root``."""
     from dvc.repo import Repo
@@ -240,12 +226,18 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
     over params.yaml or a new study block runs with its own stages.
     """
     from . import timing
+    from .locks import BrokenLockError, repair_locks, restore_committed
     from .pipeline import main as write_pipeline
 
     root = Path(root)
     if write_pipeline(str(root / "params.yaml"), str(root / "dvc.yaml")):
         return 1
-    dvc = str(Path(sys.executable).parent / "dvc")
+    dvc = [sys.executable, "-m", "isogclr.locks"]  # DVC's command line, writing its files atomically
+    try:
+        repair_locks(root, log=lambda line: print(line, flush=True))
+    except BrokenLockError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     t0 = time.perf_counter()
     upstream, to_run = stage_graph(root, force=force)
     print(f"{len(to_run)} of {len(upstream)} stages to run{' (--force: all of them)' if force else ''}, "
@@ -253,7 +245,7 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
     times: list[dict] = []
     flag = ["--force"] if force else []
     env = worker_env(jobs)
-    failed = run_schedule(upstream, to_run, lambda s: [dvc, "--wait-for-lock", "repro", "--single-item", *flag, s],
+    failed = run_schedule(upstream, to_run, lambda s: [*dvc, "--wait-for-lock", "repro", "--single-item", *flag, s],
                           jobs, env=env, cwd=root, log=lambda line: print(line, flush=True), times=times)
     outputs = stage_outputs(root)
     if times and len(to_run) == len(upstream):  # a full repro (forced, or of a fresh project): its timing table
@@ -267,7 +259,7 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
         return 1
     print(f"schedule done in {(time.perf_counter() - t0) / 60:.1f} min; checking with a plain `dvc repro`",
           flush=True)
-    code = subprocess.run([dvc, "repro"], cwd=root, env=env).returncode
+    code = subprocess.run([*dvc, "repro"], cwd=root, env=env).returncode
     if code == 0:
         live = {o for outs in outputs.values() for o in outs}
         record = timing.default_path() if os.environ.get(timing.ENV) else root / timing.FILENAME

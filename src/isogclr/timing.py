@@ -7,15 +7,20 @@ times last measured on the machine that ran each run). Columns: ``run`` (the run
 relative to the project root, e.g. ``runs/isogclr-synth10-s0``, ``studies/batch_size/simclr-32-s0``,
 ``runs_convergence/emc2-A2``), then ``epoch`` or ``step``, ``seconds`` and optionally ``samples_per_s``.
 
+One writer per run, and the record goes where the run's outputs go (:func:`record_location`): only the main
+process (rank 0) of a distributed run writes it (a call on another rank is refused); a run inside the working
+directory (the project root in every stage) goes to the project's ``timing.csv``, a run written elsewhere
+(``--out`` outside the project) to ``timing.csv`` in the folder that holds the run's folder, keyed by the run
+folder's name, so that it never touches the project's record.
+
 :func:`record` replaces every row of one run under :func:`isogclr.io.locked` on ``timing.csv.lock``
 (two training processes may finish at once) and rewrites the file atomically, rows sorted by
 (run, epoch, step), so the file's bytes depend only on its content. :func:`read` returns the rows
 (a pandas DataFrame with ``as_frame=True``); a missing file is an empty record. :func:`prune` drops the rows
 of runs that no longer exist (``python -m isogclr repro`` calls it after a successful repro).
 
-The bottom layer: imports only the standard library and :mod:`isogclr.io`. The file is
-``timing.csv`` in the current working directory (the project root in every stage) unless the
-environment variable ``ISOGCLR_TIMING_CSV`` names another (the tests point it at a temporary file).
+The bottom layer: imports only the standard library and :mod:`isogclr.io`. The environment variable
+``ISOGCLR_TIMING_CSV`` names one file for every run instead (the tests point it at a temporary file).
 """
 
 from __future__ import annotations
@@ -41,13 +46,31 @@ def default_path() -> Path:
 
 
 def run_key(out_dir: Path | str) -> str:
-    """A run's key in the record: its output folder relative to the working directory (as given if outside)."""
-    path = Path(out_dir)
+    """A run's key: its output folder relative to the working directory, or its absolute path if outside."""
+    path = Path(out_dir).resolve()
     try:
-        path = path.resolve().relative_to(Path.cwd().resolve())
+        path = path.relative_to(Path.cwd().resolve())
     except ValueError:
         pass
     return path.as_posix()
+
+
+def record_location(run: str) -> tuple[Path, str]:
+    """Where the rows of ``run`` (a :func:`run_key`) go, and its key there: ``$ISOGCLR_TIMING_CSV`` with the key
+    unchanged if set; else ``timing.csv`` in the working directory for a run inside it, and for a run outside it
+    (an absolute key) ``timing.csv`` beside the run's folder, keyed by the folder's name."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV]), run
+    if Path(run).is_absolute():
+        return Path(run).parent / FILENAME, Path(run).name
+    return Path(FILENAME), run
+
+
+def _check_main_process() -> None:
+    rank = os.environ.get("RANK", "0")
+    if rank != "0":
+        raise RuntimeError(f"the timing record is written by rank 0 only, and this process is rank {rank} "
+                           "(RANK in the environment): one writer per run")
 
 
 def _parse(row: dict[str, str]) -> dict[str, Any]:
@@ -92,8 +115,12 @@ def _clean(run: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def record(run: str, rows: list[dict[str, Any]], path: Path | str | None = None) -> None:
     """Replace every row of ``run`` in the record by ``rows`` (each with ``epoch`` or ``step``, ``seconds``,
-    optionally ``samples_per_s``), under an exclusive lock, written atomically and sorted."""
-    path = Path(path) if path is not None else default_path()
+    optionally ``samples_per_s``), under an exclusive lock, written atomically and sorted.
+
+    ``path``: the record (``run`` is then its key as given); default :func:`record_location` of ``run``. Refused
+    on a process of rank > 0 (``RANK`` in the environment, as torchrun sets it): only the main process writes."""
+    _check_main_process()
+    path, run = (Path(path), run) if path is not None else record_location(run)
     new = [_clean(run, row) for row in rows]
     with locked(path.with_name(path.name + ".lock")):
         kept = [row for row in _read_rows(path) if row["run"] != run]

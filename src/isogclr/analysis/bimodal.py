@@ -28,6 +28,7 @@ from scipy.stats import spearmanr
 from ..config import bimodal_run_id, bimodal_study_spec
 from .studies import study_run_path
 from .tables import cell, mean_std
+from .temperatures import frame_bounds, recorded_bounds
 from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
 from .verdicts import correlation as correlation_verdict
 
@@ -173,13 +174,14 @@ def load_train_logs(runs_dir: Path | str, methods: list[str], seeds: list[int]) 
 
 
 def load_bimodal_taus(runs_dir: Path | str, methods: list[str], seeds: list[int]) -> pd.DataFrame:
-    """``artifacts/tau.csv`` of every (method, seed) run that has per-pair temperatures, with method and seed."""
+    """``artifacts/tau.csv`` of every (method, seed) run that has per-pair temperatures, with method, seed and the
+    run's temperature bounds (:func:`.temperatures.recorded_bounds`: columns ``tau_min``, ``tau_max``)."""
     frames = []
     for m in methods:
         for s in seeds:
             path = _run_dir(runs_dir, m, s) / "artifacts" / "tau.csv"
             if path.exists():
-                frames.append(pd.read_csv(path).assign(method=m, seed=s))
+                frames.append(pd.read_csv(path).assign(method=m, seed=s, **recorded_bounds(path.parent.parent)))
     if not frames:
         raise FileNotFoundError(f"no tau.csv under {runs_dir} for {methods}: only losses with per-pair "
                                 "temperatures (isogclr_bimodal, clip_individual_tau) write one")
@@ -325,13 +327,14 @@ def autograd_tau_verdict(logs: pd.DataFrame, tau_init: float, method: str = "cli
 def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -> Verdict | None:
     """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau": Spearman of tau_image with
     the pair's cluster frequency, per seed of ``method`` (:func:`~isogclr.analysis.verdicts.correlation`); None
-    when ``taus`` has no run of ``method``."""
+    when ``taus`` has no run of ``method``. Image temperatures mostly at one of the runs' bounds
+    (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
     mine = taus[taus.method == method]
     if not len(mine):
         return None
     return correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
                                {s: (g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")},
-                               what="Spearman(tau_image, cluster frequency) over pairs")
+                               what="Spearman(tau_image, cluster frequency) over pairs", bounds=frame_bounds(mine))
 
 
 def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame, paper_rows: dict[str, str],

@@ -7,13 +7,14 @@
 * :func:`bootstrap_spearman`: Spearman's rank correlation of one run's samples with a seeded percentile
   bootstrap interval over samples (reproducible: the same inputs and seed give the same interval);
 * the power of the paired t test: :func:`paired_power`, the minimum detectable effect :func:`min_detectable_effect`
-  and the seeds an effect would need, :func:`seeds_needed` (exact, from the noncentral t distribution).
+  and the seeds an effect would need, :func:`seeds_needed` (exact, from the noncentral t distribution);
+* :func:`at_bound`: the share of a learned quantity's values that sit at one of its bounds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from scipy import integrate, optimize, stats
 
 POWER = 0.8  # the power of a minimum detectable effect
 MAX_SEEDS = 100  # seeds_needed says ">MAX_SEEDS" beyond this
+AT_BOUND_RTOL = 0.01  # "at a bound": within 1% of the bound's magnitude (of the bounds' range for a bound at 0)
 
 
 @dataclass(frozen=True)
@@ -158,3 +160,27 @@ def seeds_needed(effect: float, sd: float, power: float = POWER, level: float = 
         mid = (low + high) // 2
         low, high = (low, mid) if paired_power(effect, sd, mid, level) >= power else (mid, high)
     return high
+
+
+def at_bound(values: Iterable[float], bounds: Mapping[str, float], rtol: float = AT_BOUND_RTOL
+             ) -> tuple[float, str, float, float]:
+    """The share of ``values`` at the bound that holds the most of them: ``(share, name, bound, tolerance)``.
+
+    ``bounds``: name -> value (e.g. ``{"tau_min": 0.005, "tau_max": 0.1}``; NaN or None entries, a bound the
+    quantity does not have, are skipped). A value is at a bound when ``|value - bound| <= tolerance``, the
+    tolerance being ``rtol * |bound|`` (1% of the bound's value by default), or ``rtol`` times the range of the
+    bounds for a bound at 0. A ValueError names the problem when there are no values or no bound."""
+    x = np.asarray(list(values), dtype=float)
+    x = x[~np.isnan(x)]
+    given = {k: float(v) for k, v in bounds.items() if v is not None and not math.isnan(float(v))}
+    if not len(x) or not given:
+        raise ValueError(f"at_bound needs values and a bound: {len(x)} value(s), bounds {dict(bounds)}")
+    span = max(given.values()) - min(given.values())
+    best = (-1.0, "", math.nan, math.nan)
+    for name, bound in given.items():
+        tol = rtol * (abs(bound) if bound != 0 else span)
+        if tol <= 0:
+            raise ValueError(f"bound {name} = 0 with no range to scale the tolerance ({dict(bounds)})")
+        share = float((np.abs(x - bound) <= tol).mean())
+        best = max(best, (share, name, bound, tol), key=lambda b: b[0])
+    return best

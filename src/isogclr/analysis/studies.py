@@ -3,8 +3,8 @@
 A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.study_run_dir`)
 with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
 A missing run is an error naming the command that produces it: a table must come from runs.
-Wall-clock times are not in the runs' files: :func:`isogclr.analysis.timing.run_seconds` reads them from the
-timing record ``timing.csv`` (:mod:`isogclr.timing`; the last measured times, on the machine that ran each run).
+Nothing read here holds wall clock: the runs' times are in the timing record ``timing.csv`` (:mod:`isogclr.timing`),
+which no report shows (a report's bytes must not depend on the machine that reran it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 import pandas as pd
 
 from ..config import study_reports, study_run_dir, study_spec
-from .timing import run_seconds, timing_record
 
 
 def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None) -> list[str]:
@@ -77,17 +76,20 @@ def per_value(study: pd.DataFrame, method: str, metric: str = "top1") -> dict[An
 
 
 def study_curves(params: dict[str, Any], study: str, root: Path | str = "studies",
-                 extra: Extra | None = None, timing_path: Path | str | None = None) -> pd.DataFrame:
-    """Per-epoch logs of every run of a study, with the cumulative training time in seconds.
+                 extra: Extra | None = None) -> pd.DataFrame:
+    """Per-epoch logs of every run of a study, without wall clock (its costs: ``step`` and ``samples_seen``).
 
-    Columns: method, value, seed, epoch, samples_seen, loss, train_seconds (from the timing record
-    ``timing.csv``, :func:`~isogclr.analysis.timing.run_seconds`; NaN for epochs it has no row for) and, where the study
-    sets ``train.eval_every``, knn1_top1 (1-NN test accuracy; NaN on epochs without evaluation).
+    Columns: method, value, seed, epoch, step, samples_seen, loss and, where the study sets ``train.eval_every``,
+    knn1_top1 (1-NN test accuracy; NaN on epochs without evaluation). A log with a column of seconds or samples/s
+    is refused (a run's files hold no wall clock: :mod:`isogclr.timing`).
     """
-    record, frames = timing_record(timing_path), []
+    frames = []
     for method, value, seed, path in _points(params, study, root, extra):
-        log = pd.read_csv(path / "train_log.csv").drop(columns=["train_seconds"], errors="ignore")
-        log = log.merge(run_seconds(path, "epoch", record), on="epoch", how="left")
+        log = pd.read_csv(path / "train_log.csv")
+        clock = [c for c in log.columns if "seconds" in c or "per_s" in c]
+        if clock:
+            raise ValueError(f"{path / 'train_log.csv'}: wall-clock column(s) {clock}; a run's files hold no wall "
+                             f"clock (rerun the study: `dvc repro study_{study}`)")
         frames.append(log.assign(method=method, value=value, seed=seed))
     return pd.concat(frames, ignore_index=True)
 

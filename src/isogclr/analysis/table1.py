@@ -203,10 +203,3 @@ def table1_table(ours: pd.DataFrame, table: TableSpec, reference: pd.DataFrame |
     (:func:`~isogclr.analysis.tables.mean_std` of the runs), the reference rows below (:func:`with_references`)."""
     paper = paper_numbers(PAPER_TABLE) if paper is None else paper
     return with_references(side_by_side(ours, paper, table.paper_rows), reference)
-
-
-def reference_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Reference rows as a frame of columns method, dataset, seed, top1 (a reference without seeds: seed 0)."""
-    frame = pd.DataFrame(list(rows), columns=["method", "dataset", "seed", "top1"])
-    frame["seed"] = frame["seed"].fillna(0).astype(int)
-    return frame

@@ -7,6 +7,8 @@ frequency is known exactly: the number of training samples of its class.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +18,34 @@ from scipy.stats import spearmanr
 
 from .verdicts import Verdict, correlation
 
+BOUNDS = ("tau_min", "tau_max")  # the learned temperatures' bounds, as the methods' settings name them
+
+
+def recorded_bounds(run_dir: Path | str) -> dict[str, float]:
+    """The temperature bounds a run was trained with: ``tau_min`` / ``tau_max`` of ``method.kwargs`` in its
+    ``artifacts/config.json``; NaN for a bound the config does not record (a method without it, or a run folder
+    with no config.json, as hand-made test folders)."""
+    path = Path(run_dir) / "artifacts" / "config.json"
+    kwargs = json.loads(path.read_text()).get("method", {}).get("kwargs", {}) if path.is_file() else {}
+    return {name: float(kwargs[name]) if kwargs.get(name) is not None else math.nan for name in BOUNDS}
+
+
+def frame_bounds(taus: pd.DataFrame) -> dict[str, float]:
+    """The bounds (:data:`BOUNDS` columns, from :func:`recorded_bounds`) shared by the rows of ``taus``, those the
+    runs recorded: {} when none did (runs or frames made by hand). A ValueError names the values when they differ."""
+    out = {}
+    for name in BOUNDS:
+        values = set(taus[name].dropna().unique()) if name in taus else set()
+        if len(values) > 1:
+            raise ValueError(f"the runs of one verdict have different {name}: {sorted(values)}")
+        if values:
+            out[name] = float(values.pop())
+    return out
+
 
 def load_temperatures(runs_dir: Path | str, run_ids: list[str]) -> pd.DataFrame:
-    """``tau.csv`` of each run with its class frequency (training samples of the class) and run id."""
+    """``tau.csv`` of each run with its class frequency (training samples of the class), run id and the bounds
+    its temperatures were kept in (:func:`recorded_bounds`: columns ``tau_min``, ``tau_max``)."""
     frames = []
     for rid in run_ids:
         path = Path(runs_dir) / rid / "artifacts" / "tau.csv"
@@ -28,7 +55,7 @@ def load_temperatures(runs_dir: Path | str, run_ids: list[str]) -> pd.DataFrame:
         df = pd.read_csv(path)
         df["class_frequency"] = df.groupby("label")["label"].transform("size")
         df["run"] = rid
-        frames.append(df)
+        frames.append(df.assign(**recorded_bounds(Path(runs_dir) / rid)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -49,10 +76,12 @@ def frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
 def frequency_verdict(taus: pd.DataFrame, claim: str, runs: Mapping[int, str]) -> Verdict:
     """The claim "frequent semantics learn larger tau" on the runs ``{seed: run id}`` of one method and dataset:
     per seed, Spearman(tau, class frequency) over samples with a seeded bootstrap interval over samples; the
-    seeds must agree in sign (:func:`.verdicts.correlation`). The class-mean correlations are in the evidence."""
+    seeds must agree in sign (:func:`.verdicts.correlation`). The class-mean correlations are in the evidence.
+    Temperatures mostly at one of the runs' bounds (:func:`frame_bounds`): not testable (at its bound)."""
     per_run = {seed: taus[taus["run"] == rid] for seed, rid in runs.items()}
     verdict = correlation(claim, {seed: (df["tau"], df["class_frequency"]) for seed, df in per_run.items()},
-                          what="Spearman(tau, class frequency) over samples")
+                          what="Spearman(tau, class frequency) over samples",
+                          bounds=frame_bounds(pd.concat(per_run.values())))
     means = frequency_correlation(pd.concat(per_run.values())).set_index("run")["spearman_class_means"]
     return replace(verdict, evidence=verdict.evidence + "; over class means: " + ", ".join(
         f"seed {seed} {means[rid]:+.3f}" for seed, rid in runs.items()))

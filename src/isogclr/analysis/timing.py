@@ -1,8 +1,10 @@
-"""Wall-clock times for the reports, read from the timing record ``timing.csv`` (:mod:`isogclr.timing`).
+"""Wall-clock times, read from the timing record ``timing.csv`` (:mod:`isogclr.timing`), and ``reports/timing.md``.
 
 No run's result files hold wall clock; the record keeps the last measured seconds of every run's epochs
-(or steps), on the machine that ran it. It is tracked in git but is no DVC dependency, so a report that
-shows times shows the last measured ones. A run without rows in the record gets NaN times, not an error.
+(or steps), on the machine that ran it. It is tracked in git but is no DVC dependency. No report notebook
+shows these times (a report's bytes must not depend on the machine that reran it): the reports measure cost
+in samples seen and optimizer steps, and the times are read here for the record's own users (the timing
+report below, a reader's own analysis). A run without rows in the record gets NaN times, not an error.
 
 :func:`write_timing_report` turns the parallel runner's stage log of the last full repro
 (``reports/repro_stages.csv``, written by :mod:`isogclr.repro`) into ``reports/timing.md``: where the time
@@ -32,10 +34,14 @@ def run_seconds(run: Path | str, by: str = "epoch", record: pd.DataFrame | None 
     (the sum of the recorded seconds up to and including that epoch / step).
 
     ``run``: the run's folder (its key in the record, :func:`isogclr.timing.run_key`); ``record``: the record
-    already read (:func:`timing_record`), else it is read from ``timing_path``. No row for the run: an empty frame.
+    already read (:func:`timing_record`), else it is read from ``timing_path``, else from where the run's rows go
+    (:func:`isogclr.timing.record_location`). No row for the run: an empty frame.
     """
+    key = timing.run_key(run)
+    if record is None and timing_path is None:
+        timing_path, key = timing.record_location(key)
     record = timing_record(timing_path) if record is None else record
-    rows = record[record["run"] == timing.run_key(run)].dropna(subset=[by]).sort_values(by)
+    rows = record[record["run"] == key].dropna(subset=[by]).sort_values(by)
     return pd.DataFrame({by: rows[by].astype("int64").to_numpy(),
                          "train_seconds": rows["seconds"].cumsum().to_numpy(dtype=float)})
 
@@ -52,7 +58,7 @@ def convergence_seconds(table: pd.DataFrame, runs_dir: Path | str, final: bool =
     ``table`` has ``method`` and ``num_augmentations`` columns and, unless ``final``, ``step``: the
     cumulative seconds at that step (0 at step 0); ``final``: the run's total. NaN where the record has no row.
     """
-    record, cache = timing_record(timing_path), {}
+    record, cache = None if timing_path is None else timing_record(timing_path), {}
 
     def seconds(row) -> float:  # noqa: ANN001
         key = (row["method"], int(row["num_augmentations"]))

@@ -10,7 +10,9 @@ effect signed so that positive is the paper's direction:
   our interval < |paper's effect|);
 * **not testable**: one seed (no interval over seeds), no counterpart at this scale, a missing run, or no
   learning (both methods of a comparison within :data:`NO_LEARNING_MARGIN` of the best no-learning score:
-  ``compare(..., floor=...)``), with the reason.
+  ``compare(..., floor=...)``), or **at its bound** (a correlation on a learned quantity of which more than
+  :data:`AT_BOUND_SHARE` of the values sit within :data:`AT_BOUND_RTOL` of one of its bounds:
+  ``correlation(..., bounds=...)``, :func:`at_bound_reason`), with the reason.
 
 Power, per paired verdict (:func:`effect`, hence :func:`compare`, :func:`best_of`, :func:`combine`): ``mde``, the
 minimum detectable effect, the smallest true effect that the two-sided paired t test at 95% detects with 80%
@@ -40,9 +42,11 @@ import pandas as pd
 
 from ..io import save_text
 from .stats import (
+    AT_BOUND_RTOL,
     MAX_SEEDS,
     POWER,
     Interval,
+    at_bound,
     bootstrap_spearman,
     min_detectable_effect,
     paired_differences,
@@ -55,6 +59,7 @@ COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_e
            "evidence")
 LEVEL = 0.95
 NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
+AT_BOUND_SHARE = 0.5  # more than this share of a learned quantity's values at one bound: its correlations say nothing
 
 Numbers = Mapping[Any, float]  # seed -> one number of one run
 
@@ -266,16 +271,48 @@ def knob_effect(claim: str, by_value: Mapping[Any, Numbers], *, tolerance: float
                    n_seeds=signed.n, paper_effect=paper_effect)
 
 
+def at_bound_reason(values: Iterable[float], bounds: Mapping[str, float], *, what: str = "values",
+                    share: float = AT_BOUND_SHARE, rtol: float = AT_BOUND_RTOL) -> str | None:
+    """The rule "not testable (at its bound)": when more than ``share`` of ``values`` sit at one of ``bounds``
+    (:func:`~isogclr.analysis.stats.at_bound`), the reason, e.g. "at its bound: 99.1% of the 12000 values within
+    5e-05 (1% of the bound) of tau_min 0.005"; None otherwise (the values spread between their bounds)."""
+    x = list(values)
+    frac, name, bound, tol = at_bound(x, bounds, rtol)
+    if frac <= share:
+        return None
+    scale = "the bound" if bound != 0 else "the bounds' range"
+    return (f"at its bound: {frac:.1%} of the {len(x)} {what} within {tol:.3g} ({rtol:.0%} of {scale}) of {name} "
+            f"{bound:g}, more than the {share:.0%} a learned quantity may have there")
+
+
 def correlation(claim: str, samples: Mapping[Any, tuple[Iterable[float], Iterable[float]]], *, what: str,
-                paper_effect: float | None = None, n_boot: int = 1000, seed: int = 0) -> Verdict:
+                paper_effect: float | None = None, n_boot: int = 1000, seed: int = 0,
+                bounds: Mapping[str, float] | None = None) -> Verdict:
     """"``x`` grows with ``y``": per seed, Spearman's rho over the run's samples with a seeded 95% percentile
     bootstrap interval over samples (:func:`~isogclr.analysis.stats.bootstrap_spearman`). Supported when every
     seed's interval lies above 0, contradicted when every one lies below 0 (the seeds agree in sign);
     otherwise inconclusive (the evidence says whether the seeds' signs disagree); one seed: not testable.
-    Reported: the mean rho over seeds and the hull of the seeds' intervals."""
-    by_seed = {s: bootstrap_spearman(list(x), list(y), n_boot=n_boot, seed=seed) for s, (x, y) in samples.items()}
+    Reported: the mean rho over seeds and the hull of the seeds' intervals.
+
+    ``bounds`` (name -> value): the bounds of a learned ``x`` (a temperature's ``tau_min`` / ``tau_max``). When
+    more than :data:`AT_BOUND_SHARE` of the x values of all seeds together sit at one of them
+    (:func:`at_bound_reason`), the ranks compare rounding noise: **not testable (at its bound)**, the fraction
+    stated first in the evidence, the numbers kept."""
+    samples = {s: (list(x), list(y)) for s, (x, y) in samples.items()}
+    by_seed = {s: bootstrap_spearman(x, y, n_boot=n_boot, seed=seed) for s, (x, y) in samples.items()}
     if not by_seed:
         return not_testable(claim, "no run")
+    verdict = _correlation_verdict(claim, by_seed, what=what, paper_effect=paper_effect)
+    degenerate = at_bound_reason([v for x, _ in samples.values() for v in x], bounds) \
+        if bounds else None
+    if degenerate is None:
+        return verdict
+    return replace(verdict, status="not testable", evidence=f"{degenerate}; {verdict.evidence}")
+
+
+def _correlation_verdict(claim: str, by_seed: Mapping[Any, Interval], *, what: str,
+                         paper_effect: float | None) -> Verdict:
+    """:func:`correlation`'s rule on the seeds' bootstrap intervals ``by_seed`` (at least one)."""
     listing = "; ".join(f"seed {s}: rho {i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}] over {i.n} samples"
                         for s, i in by_seed.items())
     said = "paper: no number" if paper_effect is None else f"paper: {paper_effect:+.3f}"

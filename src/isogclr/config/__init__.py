@@ -4,6 +4,9 @@ Every error names the key it comes from (``methods.isogclr.rho: ...``), so a bad
 instead of after an hour of training. The parts, each a module of this package (import from the package):
 
 * :mod:`.core`: the shared sections (model, augment, train, probe, methods, data) and a unimodal run's config;
+* :mod:`.typed`: :class:`ConfigError` and the checks of a value by type, with its key;
+* :mod:`.profiles`: reading params.yaml and the profiles (overlays merged onto the profile they extend);
+* :mod:`.keys`: the keys params.yaml may hold, at every level, and the names and seeds it may give;
 * :mod:`.studies`: one-knob studies and the epochs a run resolves;
 * :mod:`.bimodal`: the image-text runs;
 * :mod:`.tuning`: the selection on a validation split (``tuning``, ``bimodal_tuning``);
@@ -34,10 +37,11 @@ _EXPORTS = {
         "validate_convergence",
     ),
     "core": (
-        "TABLE_SECTIONS", "ConfigError", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig",
-        "check_finite", "fashion_mnist_mini_spec", "load_params", "merge_profile",
-        "profile_text", "run_config", "run_id", "search_points", "synthetic_spec",
+        "TABLE_SECTIONS", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig", "fashion_mnist_mini_spec",
+        "pinned_knobs", "run_config", "run_id", "search_points", "synthetic_spec",
     ),
+    "typed": ("ConfigError", "check_finite", "check_number", "typed_section"),
+    "profiles": ("check_profiles", "differences", "load_params", "merge_profile", "profile_text"),
     "reports": (
         "TableSpec", "TemperatureSpec", "method_settings", "profile_name", "references_spec", "table_spec",
         "temperature_spec",

@@ -10,8 +10,9 @@ from typing import Any
 from ..data.streaming import StreamConfig
 from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
-from .core import ConfigError, MethodConfig, _method, _typed, run_config_dict
-from .studies import BimodalStudySpec, _study_params, check_state_knob, study_run_dir
+from .core import MethodConfig, method_config, run_config_dict
+from .studies import BimodalStudySpec, check_state_knob, study_params, study_run_dir
+from .typed import ConfigError, typed_section
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,9 @@ def _bimodal_sections(params: dict[str, Any]) -> tuple[BimodalTrainConfig, Encod
         raise ConfigError("bimodal: expected a mapping (the image-text runs' settings)")
     rest = {k: v for k, v in section.items() if k not in (*BIMODAL_LISTS, "paper_rows", "tuned", "image_encoder",
                                                                "text_encoder", "stream")}
-    train = _typed(BimodalTrainConfig, rest, "bimodal")
-    image = _typed(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
-    text = _typed(TextEncoderConfig, section.get("text_encoder"), "bimodal.text_encoder")
+    train = typed_section(BimodalTrainConfig, rest, "bimodal")
+    image = typed_section(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
+    text = typed_section(TextEncoderConfig, section.get("text_encoder"), "bimodal.text_encoder")
     if text.dim % text.n_heads:
         raise ConfigError(f"bimodal.text_encoder.dim: {text.dim} is not divisible by n_heads={text.n_heads}")
     if min(text.vocab_size, text.dim, text.n_layers, text.n_heads, text.hidden_dim, text.max_length) < 1:
@@ -128,10 +129,10 @@ def bimodal_paper_rows(params: dict[str, Any]) -> dict[str, str]:
     return dict((params.get("bimodal") or {}).get("paper_rows") or {})
 
 
-def _bimodal_method(params: dict[str, Any], name: str) -> MethodConfig:
+def bimodal_method_config(params: dict[str, Any], name: str) -> MethodConfig:
     from ..losses import BIMODAL_LOSSES
 
-    method = _method(params, name)
+    method = method_config(params, name)
     if method.lr is not None:
         raise ConfigError(f"methods.{name}.lr: an image-text method's rate is bimodal.lr (the same for every "
                           "method); a method's own lr is for the unimodal runs")
@@ -169,7 +170,7 @@ def validate_bimodal(params: dict[str, Any]) -> None:
             if name not in (params.get("methods") or {}):
                 raise ConfigError(f"bimodal.{key}: unknown method {name!r} (defined under methods: "
                                   f"{sorted(params.get('methods') or {})})")
-            _bimodal_method(params, name)
+            bimodal_method_config(params, name)
     for key in ("seeds", "side_seeds"):
         for s in section.get(key) or []:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
@@ -188,14 +189,14 @@ def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> Bimoda
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     stream = (params.get("bimodal") or {}).get("stream")
-    stream = None if stream is None else _typed(StreamConfig, stream, "bimodal.stream")
+    stream = None if stream is None else typed_section(StreamConfig, stream, "bimodal.stream")
     if stream is not None and stream.image_size != train.image_size:
         raise ConfigError(f"bimodal.stream.image_size: {stream.image_size} differs from bimodal.image_size "
                           f"{train.image_size} (the training crop); set them equal")
     if stream is not None and not text.pretrained:
         raise ConfigError("bimodal.stream: streamed pairs need a pretrained tokenizer "
                           "(bimodal.text_encoder.pretrained); a WordPiece trained here reads every caption first")
-    return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=_bimodal_method(params, method),
+    return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=bimodal_method_config(params, method),
                             seed=int(seed), train=train, image_encoder=image, text_encoder=text, stream=stream)
 
 
@@ -203,7 +204,7 @@ def bimodal_study_spec(params: dict[str, Any], name: str) -> BimodalStudySpec:
     studies = params.get("bimodal_studies") or {}
     if name not in studies:
         raise ConfigError(f"bimodal_studies.{name}: not defined (defined: {sorted(studies)})")
-    return _typed(BimodalStudySpec, studies[name], f"bimodal_studies.{name}")
+    return typed_section(BimodalStudySpec, studies[name], f"bimodal_studies.{name}")
 
 
 def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, value: Any,
@@ -211,7 +212,7 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
     """One image-text study run: ``params`` with the study's overrides and knob = value, in studies/<study>/."""
     spec = bimodal_study_spec(params, study)
     where = f"bimodal_studies.{study}"
-    params = _study_params(params, spec, where, method, value)
+    params = study_params(params, spec, where, method, value)
     try:
         cfg = bimodal_run_config(params, method, seed)
     except ConfigError as err:
@@ -222,4 +223,4 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
 
 def pair_spec(params: dict[str, Any]) -> PairSpec:
     """``data.synthetic_pairs``: the spec of the generated image-text pairs (:mod:`isogclr.data.synthetic_pairs`)."""
-    return _typed(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")
+    return typed_section(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")

@@ -11,7 +11,8 @@ from typing import Any
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
 from ..models import EncoderConfig, HeadConfig
-from .core import ConfigError, _method, _typed
+from .core import method_config
+from .typed import ConfigError, typed_section
 
 CONVERGENCE_METHODS = ("simclr", "sogclr", "emc2")  # the methods the study can train
 
@@ -125,10 +126,10 @@ def convergence_config(params: dict[str, Any], **overrides: Any) -> ConvergenceC
     model = params.get("model") or {}
     values = {"data_root": str((params.get("data") or {}).get("root", "data")),
               "beta": (methods.get("emc2") or {}).get("beta", 5.0),
-              "gamma": _method(params, "sogclr").kwargs.get("gamma", 0.9) if "sogclr" in methods else 0.9,
-              "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
-              "head": _typed(HeadConfig, model.get("head"), "model.head"),
-              "augment": _typed(AugmentConfig, params.get("augment"), "augment")}
+              "gamma": method_config(params, "sogclr").kwargs.get("gamma", 0.9) if "sogclr" in methods else 0.9,
+              "encoder": typed_section(EncoderConfig, model.get("encoder"), "model.encoder"),
+              "head": typed_section(HeadConfig, model.get("head"), "model.head"),
+              "augment": typed_section(AugmentConfig, params.get("augment"), "augment")}
     values = {k: float(v) if k in ("beta", "gamma") and isinstance(v, int | float) else v for k, v in values.items()}
     section = params.get("emc2_convergence") or {}
     if not isinstance(section, dict):

@@ -1,5 +1,6 @@
 """The shared sections (model, augment, train, probe, methods, data), one unimodal run's config, and the
-helpers every part of the configuration uses (:class:`ConfigError`, :func:`load_params`).
+helpers every part of the configuration uses are :mod:`.typed` (:class:`ConfigError`, :func:`typed_section`);
+reading params.yaml and the profiles is :mod:`.profiles`.
 """
 
 from __future__ import annotations
@@ -9,11 +10,9 @@ import dataclasses
 import inspect
 import itertools
 import math
+import numbers
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
@@ -23,6 +22,7 @@ from ..data.synthetic import SyntheticSpec
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
+from .typed import ConfigError, check_finite, check_number, typed_section
 
 # grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows;
 # pretrain: the image-text runs' image encoder, bimodal.image_encoder.init)
@@ -72,80 +72,10 @@ class OptimConfig:
 
 # a tuned method's search space (its candidates) and the candidate its untuned runs use: keys of methods.<m>
 SEARCH, UNTUNED = "search", "untuned"
+# methods.<m>.pin: {knob: value}: a searched knob held at one value in every run of the method (its selection's
+# candidates, its tuned and its untuned runs), for an ablation of a tuned method (pinned_knobs)
+PIN = "pin"
 LR = "lr"  # methods.<m>.lr: the method's own learning rate (MethodConfig.lr), not an argument of its loss
-
-
-class ConfigError(ValueError):
-    """An invalid value in params.yaml; the message starts with the key."""
-
-
-def check_number(key: str, value: Any, kind: str = "float") -> None:
-    """``value`` must be a finite number (``kind="float"``: an int or a float) or an integer (``"int"``);
-    a boolean, a string, NaN or an infinity is a :class:`ConfigError` naming ``key``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{key}: expected {'an integer' if kind == 'int' else 'a number'}, got {value!r}")
-    if kind == "int" and not isinstance(value, int):
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{key}: expected a finite number, got {value!r}")
-
-
-def _check_field(key: str, value: Any, annotation: str) -> None:
-    """Check ``value`` against a dataclass field's annotation (a string, ``from __future__ import annotations``):
-    ``int``, ``float``, ``bool``, their ``| None`` forms and tuples of them; other annotations are left to the
-    dataclass's own checks."""
-    options = [o for o in annotation.replace(" ", "").split("|") if o != "None"]
-    if value is None and len(options) < len(annotation.replace(" ", "").split("|")):
-        return
-    if len(options) != 1:
-        return
-    kind = options[0]
-    if kind in ("int", "float"):
-        check_number(key, value, kind)
-    elif kind == "bool" and not isinstance(value, bool):
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    elif kind.startswith("tuple[") and isinstance(value, tuple | list):
-        inner = kind[len("tuple["):-1].split(",")
-        kinds = inner[:1] * len(value) if inner[1:] == ["..."] else inner if len(inner) == len(value) else []
-        for i, (item, item_kind) in enumerate(zip(value, kinds, strict=False)):
-            if item_kind in ("int", "float"):
-                check_number(f"{key}[{i}]", item, item_kind)
-
-
-def check_finite(tree: Any, key: str) -> None:
-    """Every float anywhere in ``tree`` (mappings and lists, e.g. a tuning grid) must be finite; the error names
-    its dotted key."""
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            check_finite(v, f"{key}.{k}" if key else str(k))
-    elif isinstance(tree, list | tuple):
-        for i, v in enumerate(tree):
-            check_finite(v, f"{key}[{i}]")
-    elif isinstance(tree, float) and not math.isfinite(tree):
-        raise ConfigError(f"{key}: expected a finite number, got {tree!r}")
-
-
-def _typed(cls: type, values: Any, key: str):
-    """``values`` (a params.yaml section) as the dataclass ``cls``: unknown keys refused, and every field
-    annotated as a number, a boolean or a tuple of numbers checked for its type and finiteness (the one place
-    where params.yaml's values are checked by type, with the key in the message); then ``cls``'s own checks."""
-    if values is None:
-        values = {}
-    if not isinstance(values, dict):
-        raise ConfigError(f"{key}: expected a mapping, got {values!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}: unknown key (allowed: {sorted(fields)})")
-    for name, value in values.items():
-        check_finite(value, f"{key}.{name}")
-        if isinstance(fields[name].type, str):
-            _check_field(f"{key}.{name}", value, fields[name].type)
-    converted = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    try:
-        return cls(**converted)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{key}: {err}") from err
 
 
 @dataclass(frozen=True)
@@ -174,6 +104,8 @@ class TrainConfig:
                 raise ValueError(f"epochs_by_dataset.{name} must be an integer >= 1, got {epochs!r}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        if self.num_threads < 0:
+            raise ValueError(f"num_threads must be >= 0 (0: torch's default), got {self.num_threads}")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"precision must be fp32, bf16 or fp16, got {self.precision!r}")
 
@@ -191,6 +123,12 @@ class MethodConfig:
     loss: str
     kwargs: dict[str, Any]
     lr: float | None = None
+
+    def knobs(self) -> dict[str, Any]:
+        """What a run of this method used: its loss, the loss's arguments (after the selection: a tuned run's
+        are the selected candidate's) and its own learning rate if it sets one; each run writes them to
+        ``knobs.json``, which the pipeline declares as metrics, so that ``dvc exp show`` lists them."""
+        return {"loss": self.loss, **self.kwargs, **({} if self.lr is None else {"lr": self.lr})}
 
     def build(self, num_samples: int):
         # `convention` (preset) and `conventions` (a mapping of single switches) go to the loss as they are:
@@ -236,119 +174,6 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
     return out
 
 
-class _Delete:
-    """``!delete`` in a profile overlay: the key is removed from the base profile."""
-
-
-class _Replace(dict):
-    """``!replace {...}`` in a profile overlay: the mapping replaces the base's instead of being merged into it."""
-
-
-class _OverlayLoader(yaml.SafeLoader):
-    pass
-
-
-_OverlayLoader.add_constructor("!delete", lambda loader, node: _Delete())
-_OverlayLoader.add_constructor("!replace", lambda loader, node: _Replace(loader.construct_mapping(node, deep=True)))
-
-EXTENDS = "extends"  # an overlay's first key: the profile it changes (profiles/<name>.yaml beside it)
-
-
-def merge_profile(base: dict[str, Any], overlay: dict[str, Any], where: str = "") -> dict[str, Any]:
-    """``overlay`` applied to ``base`` (neither is modified): mappings merge key by key, recursively; any other
-    value (a number, a string, a list) replaces the base's; ``!delete`` removes the key; ``!replace {...}``
-    replaces a whole mapping."""
-    merged = copy.deepcopy(base)
-    for key, value in overlay.items():
-        here = f"{where}{key}"
-        if isinstance(value, _Delete):
-            if key not in merged:
-                raise ConfigError(f"{here}: !delete of a key the base profile does not have")
-            del merged[key]
-        elif isinstance(value, _Replace):
-            merged[key] = _plain_profile(dict(value), here)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge_profile(merged[key], value, f"{here}.")
-        else:
-            merged[key] = _plain_profile(value, here)
-    return merged
-
-
-def _plain_profile(value: Any, where: str) -> Any:
-    """``value`` without overlay tags (a ``!delete`` with no base key to remove is an error naming it)."""
-    if isinstance(value, _Delete):
-        raise ConfigError(f"{where}: !delete of a key the base profile does not have")
-    if isinstance(value, dict):
-        return {k: _plain_profile(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain_profile(v, where) for v in value]
-    return copy.deepcopy(value)
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise ConfigError(f"{path}: file not found")
-    try:
-        with path.open() as f:
-            params = yaml.load(f, Loader=_OverlayLoader)  # noqa: S506 (a SafeLoader with two overlay tags)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        context = getattr(err, "context", None)
-        raise ConfigError(f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")) from None
-    if not isinstance(params, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    try:
-        check_finite(params, "")  # NaN or an infinity anywhere (a knob, a tuning grid) is refused
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
-    return params
-
-
-def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
-    """params.yaml (or a profile) as a dict; a missing file or malformed YAML is a one-line ConfigError
-    naming the file, line and column.
-
-    A profile may be an overlay: ``extends: mini`` as its first key, then only what differs from
-    ``profiles/mini.yaml`` (the file beside it), merged by :func:`merge_profile`. params.yaml is always a full
-    profile (DVC reads it): ``python -m isogclr profile <name>`` writes it."""
-    path = Path(path)
-    params = _read_yaml(path)
-    base = params.pop(EXTENDS, None)
-    if base is None:
-        return _plain_profile(params, "")
-    if not isinstance(base, str):
-        raise ConfigError(f"{path}: {EXTENDS}: expected a profile name (profiles/<name>.yaml), got {base!r}")
-    base_path = path.parent / f"{base}.yaml"
-    if base_path.resolve() == path.resolve():
-        raise ConfigError(f"{path}: {EXTENDS}: {base!r} is the file itself")
-    base_params = load_params(base_path)
-    try:
-        return merge_profile(base_params, params)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
-
-
-def profile_text(path: Path | str) -> str:
-    """The full profile ``path`` as params.yaml's text: the file itself when it is full (its comments kept),
-    else the overlay merged onto its base, under a header naming both."""
-    path = Path(path)
-    if EXTENDS not in _read_yaml(path):
-        return path.read_text()
-    params = load_params(path)
-
-    class _NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    base = _read_yaml(path)[EXTENDS]
-    header = (f"# Written by `python -m isogclr profile {path.stem}`: profiles/{path.name} (what differs) over "
-              f"profiles/{base}.yaml.\n# Edit those two files, not this one; `git checkout params.yaml` returns "
-              "to the default profile.\n")
-    return header + yaml.dump(params, Dumper=_NoAliases, sort_keys=False, width=120, allow_unicode=True)
-
-
 def search_points(space: Any, where: str) -> list[dict[str, Any]]:
     """The candidates a search space lists, in order: a grid ``{knob: [values]}`` in ``itertools.product``
     order, or a list ``[{knob: value}, ...]`` as written; every candidate sets the same knobs."""
@@ -363,11 +188,33 @@ def search_points(space: Any, where: str) -> list[dict[str, Any]]:
     raise ConfigError(f"{where}: expected a grid {{knob: [values]}} or a list of {{knob: value}}, got {space!r}")
 
 
-def _method(params: dict[str, Any], name: str) -> MethodConfig:
+def pinned_knobs(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """``methods.<name>.pin`` (``{}`` when unset), checked: each pinned knob is one of the method's searched knobs
+    (a knob that is not searched is set directly, ``methods.<name>.<knob>``, so pinning it is refused as
+    ambiguous), and the method has a search."""
+    pin = spec.get(PIN)
+    if pin is None:
+        return {}
+    where = f"methods.{name}.{PIN}"
+    if not isinstance(pin, dict) or not pin:
+        raise ConfigError(f"{where}: expected a mapping {{knob: value}} of searched knobs, got {pin!r}")
+    if spec.get(SEARCH) is None:
+        raise ConfigError(f"{where}: {name} has no search (methods.{name}.{SEARCH}): set its knobs directly, "
+                          f"methods.{name}.<knob>, instead of pinning them")
+    searched = set(search_points(spec[SEARCH], f"methods.{name}.{SEARCH}")[0])
+    for knob in pin:
+        if knob not in searched:
+            raise ConfigError(f"{where}.{knob}: not a searched knob of {name} (searched: {sorted(searched)}); set "
+                              f"it directly, methods.{name}.{knob}, which every run of {name} uses")
+    return dict(pin)
+
+
+def method_config(params: dict[str, Any], name: str) -> MethodConfig:
     """``methods.<name>`` as a loss and its arguments. A tuned method's searched knobs are written once, in
     ``search`` (the candidates of its selection): a run that is not tuned takes them from candidate ``untuned``
     (default 0; a tuned run's params carry the selected candidate instead, :func:`isogclr.config.with_selection`),
-    and the same knob set beside ``search`` is refused, naming the key."""
+    and the same knob set beside ``search`` is refused, naming the key. ``pin`` holds searched knobs at one value
+    in every run (:func:`pinned_knobs`)."""
     methods = params.get("methods") or {}
     if name not in methods:
         raise ConfigError(f"methods.{name}: not defined (defined: {sorted(methods)})")
@@ -376,6 +223,8 @@ def _method(params: dict[str, Any], name: str) -> MethodConfig:
     if loss not in LOSSES:
         raise ConfigError(f"methods.{name}.loss: unknown loss {loss!r} (registered: {sorted(LOSSES)})")
     space, untuned = spec.pop(SEARCH, None), spec.pop(UNTUNED, None)
+    pin = pinned_knobs(methods[name] or {}, name)
+    spec.pop(PIN, None)
     if space is None and untuned is not None:
         raise ConfigError(f"methods.{name}.{UNTUNED}: a candidate of methods.{name}.{SEARCH}, which is not set")
     if space is not None:
@@ -386,14 +235,16 @@ def _method(params: dict[str, Any], name: str) -> MethodConfig:
             raise ConfigError(
                 f"methods.{name}.{both[0]}: also a knob of {where}, which sets it: tuned runs take the selected "
                 f"candidate (tuning/{name}/selected.json), the other runs candidate methods.{name}.{UNTUNED} "
-                f"(now {untuned or 0}). Change the candidates in {where} (or which one untuned runs use), or "
-                f"delete {where} and the method's tuning to set {both[0]} here")
+                f"(now {untuned or 0}). To hold it at one value in every run of {name} (an ablation), pin it: "
+                f"methods.{name}.{PIN}: {{{both[0]}: <value>}} (dvc exp run -S "
+                f"'+methods.{name}.{PIN}.{both[0]}=<value>'); or change the candidates in {where}")
         if untuned is None:
             untuned = 0
         if isinstance(untuned, bool) or not isinstance(untuned, int) or not 0 <= untuned < len(points):
             raise ConfigError(f"methods.{name}.{UNTUNED}: the index of a candidate of {where} "
                               f"(0 to {len(points) - 1}), got {untuned!r}")
         spec.update(points[untuned])
+        spec.update(pin)
     defaults = {p.name: p.default for p in inspect.signature(LOSSES[loss]).parameters.values()}
     for knob, value in spec.items():
         check_finite(value, f"methods.{name}.{knob}")
@@ -419,40 +270,40 @@ def synthetic_spec(params: dict[str, Any]) -> SyntheticSpec:
     raw = dict((params.get("data") or {}).get("synthetic") or {})
     if "per_class" in raw:
         raw["per_class"] = {int(k): tuple(v) for k, v in raw["per_class"].items()}
-    return _typed(SyntheticSpec, raw, "data.synthetic")
+    return typed_section(SyntheticSpec, raw, "data.synthetic")
 
 
 def fashion_mnist_mini_spec(params: dict[str, Any]) -> FashionMnistMiniSpec:
     raw = dict((params.get("data") or {}).get("fashion_mnist_mini") or {})
     if "per_class" in raw:
         raw["per_class"] = tuple(raw["per_class"])
-    return _typed(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
+    return typed_section(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:
     return f"{method}-{dataset}-s{seed}"
 
 
-def _shared_sections(params: dict[str, Any]) -> dict[str, Any]:
+def shared_sections(params: dict[str, Any]) -> dict[str, Any]:
     """The typed sections every run shares (model, augment, train, probe)."""
     model = params.get("model") or {}
     train = dict(params.get("train") or {})
     optimizer = train.pop("optimizer", {})
-    train.pop("by_dataset", None)  # applied by run_config (_by_dataset)
+    train.pop("by_dataset", None)  # applied by run_config (params_for_dataset)
     stream = train.pop("stream", None)
     return {
         "data_root": str((params.get("data") or {}).get("root", "data")),
-        "encoder": _typed(EncoderConfig, model.get("encoder"), "model.encoder"),
-        "head": _typed(HeadConfig, model.get("head"), "model.head"),
-        "augment": _typed(AugmentConfig, params.get("augment"), "augment"),
-        "optimizer": _typed(OptimConfig, optimizer, "train.optimizer"),
-        "train": _typed(TrainConfig, train, "train"),
-        "probe": _typed(ProbeConfig, params.get("probe"), "probe"),
-        "stream": None if stream is None else _typed(StreamConfig, stream, "train.stream"),
+        "encoder": typed_section(EncoderConfig, model.get("encoder"), "model.encoder"),
+        "head": typed_section(HeadConfig, model.get("head"), "model.head"),
+        "augment": typed_section(AugmentConfig, params.get("augment"), "augment"),
+        "optimizer": typed_section(OptimConfig, optimizer, "train.optimizer"),
+        "train": typed_section(TrainConfig, train, "train"),
+        "probe": typed_section(ProbeConfig, params.get("probe"), "probe"),
+        "stream": None if stream is None else typed_section(StreamConfig, stream, "train.stream"),
     }
 
 
-def _by_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
+def params_for_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
     """``params`` with ``train.by_dataset.<dataset>`` applied: dotted keys of params.yaml set for every run on
     ``dataset`` (the ImageNet-scale tables' encoder, batch, learning rate, resolution)."""
     table = (params.get("train") or {}).get("by_dataset") or {}
@@ -469,11 +320,11 @@ def _by_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
     for key, value in table[dataset].items():
         if key.startswith("train.by_dataset"):
             raise ConfigError(f"train.by_dataset.{dataset}.{key}: cannot set train.by_dataset itself")
-        _set_dotted(params, key, value, f"train.by_dataset.{dataset}")
+        set_dotted(params, key, value, f"train.by_dataset.{dataset}")
     return params
 
 
-def _set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> None:
+def set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> None:
     node = params
     *parents, leaf = key.split(".")
     for i, part in enumerate(parents):
@@ -486,16 +337,18 @@ def _set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> Non
 
 def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> RunConfig:
     """The resolved config of run (method, dataset, seed), validated."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     if dataset not in DATASETS:
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
-    params = _by_dataset(params, dataset)
-    sections = _shared_sections(params)
+    params = params_for_dataset(params, dataset)
+    sections = shared_sections(params)
     if sections["stream"] is not None and dataset not in STREAMS:
         sections["stream"] = None  # the small sets stay in memory
     train = sections["train"]
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
     sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
-    method_cfg = _method(params, method)
+    method_cfg = method_config(params, method)
     if method_cfg.lr is not None:
         sections["optimizer"] = dataclasses.replace(sections["optimizer"], lr=method_cfg.lr)
     return RunConfig(run_id=run_id(method, dataset, seed), method=method_cfg, dataset=dataset,

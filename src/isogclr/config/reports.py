@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import DATASETS
-from .core import TABLE_SECTIONS, ConfigError, _method
+from .core import TABLE_SECTIONS, method_config
+from .typed import ConfigError
 
 # ------------------------------------------------------------------------------- typed report sections
 # The report notebooks read the table grids, the temperature study, the methods' settings and the profile
@@ -134,7 +135,7 @@ def temperature_spec(params: dict[str, Any]) -> TemperatureSpec | None:
 def method_settings(params: dict[str, Any], name: str) -> dict[str, Any]:
     """The arguments of method ``name``'s loss as its runs get them (``method.kwargs`` of a run's config.json:
     ``methods.<name>`` without ``loss``), validated by building the loss; a copy."""
-    return copy.deepcopy(dict(_method(params, name).kwargs))
+    return copy.deepcopy(dict(method_config(params, name).kwargs))
 
 
 def profile_name(params: dict[str, Any]) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..data import DATASETS
 from ..losses import LOSSES
-from .core import SEARCH, ConfigError, RunConfig, _method, _set_dotted, _typed, run_config
+from .core import SEARCH, RunConfig, method_config, run_config, set_dotted
+from .typed import ConfigError, typed_section
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def study_spec(params: dict[str, Any], name: str) -> StudySpec:
     studies = params.get("studies") or {}
     if name not in studies:
         raise ConfigError(f"studies.{name}: not defined (defined: {sorted(studies)})")
-    return _typed(StudySpec, studies[name], f"studies.{name}")
+    return typed_section(StudySpec, studies[name], f"studies.{name}")
 
 
 def study_run_dir(study: str, method: str, value: Any, seed: int) -> str:
@@ -83,7 +84,7 @@ def study_run_dir(study: str, method: str, value: Any, seed: int) -> str:
 
 
 
-def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str, value: Any) -> dict[str, Any]:
+def study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str, value: Any) -> dict[str, Any]:
     """A copy of ``params`` with the study's overrides and its knob set to ``value`` for ``method``."""
     if method not in spec.methods:
         raise ConfigError(f"{where}.methods: {method!r} is not one of {list(spec.methods)}")
@@ -91,12 +92,12 @@ def _study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str
         raise ConfigError(f"{where}.values: {value!r} is not one of {list(spec.values)}")
     params = copy.deepcopy(params)
     if SEARCH in (params["methods"].get(method) or {}):  # the knob may be a searched one: set it on the
-        resolved = _method(params, method)             # settings of the runs that are not tuned
+        resolved = method_config(params, method)             # settings of the runs that are not tuned
         params["methods"][method] = {"loss": resolved.loss, **resolved.kwargs}
     settings = {key: (setting, f"{where}.overrides.{key}") for key, setting in (spec.overrides or {}).items()}
     settings[spec.knob.replace("{method}", method)] = (value, f"{where}.knob")
     for key, (setting, origin) in settings.items():
-        _set_dotted(params, key, setting, origin)
+        set_dotted(params, key, setting, origin)
         if key == "train.epochs":
             params["train"].pop("epochs_by_dataset", None)
         for settings in ((params.get("train") or {}).get("by_dataset") or {}).values():
@@ -122,7 +123,7 @@ def study_run_config(params: dict[str, Any], study: str, method: str, value: Any
     """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
     spec = study_spec(params, study)
     where = f"studies.{study}"
-    params = _study_params(params, spec, where, method, value)
+    params = study_params(params, spec, where, method, value)
     try:
         cfg = run_config(params, method, spec.dataset, seed)
     except ConfigError as err:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,17 +18,19 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
+from ..io import read_json
 from .core import (
+    PIN,
     SEARCH,
     TABLE_SECTIONS,
     UNTUNED,
-    ConfigError,
     RunConfig,
-    _method,
-    _typed,
+    method_config,
+    pinned_knobs,
     run_config,
     search_points,
 )
+from .typed import ConfigError, typed_section
 
 if TYPE_CHECKING:  # annotations only
     from .bimodal import BimodalRunConfig
@@ -87,7 +88,7 @@ def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec |
         if SEARCH not in (methods.get(m) or {}):
             raise ConfigError(f"{section}.methods: {m!r} has no search space (methods.{m}.{SEARCH}: a grid "
                               f"{{knob: [values]}} or a list of candidates)")
-    spec = _typed(TuningSpec, {**raw, "methods": {m: methods[m][SEARCH] for m in names}}, section)
+    spec = typed_section(TuningSpec, {**raw, "methods": {m: methods[m][SEARCH] for m in names}}, section)
     if (section == "tuning") != (spec.dataset is not None):
         raise ConfigError(f"{section}.dataset: " + ("required (the unimodal set the candidates train on)"
                                                     if section == "tuning" else
@@ -118,12 +119,14 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
     found = search_points(space, where)
     if isinstance(space, dict) and len(found) > spec.candidates:  # a grid larger than the budget: a seeded sample
         found = random.Random(0).sample(found, spec.candidates)
+    pin = pinned_knobs(params["methods"][method], method)
+    found = [{**candidate, **pin} for candidate in found]  # an ablation's pinned knobs, in every candidate
     if len(found) != spec.candidates:
         raise ConfigError(f"{where}: {len(found)} candidates, but every method gets {section}.candidates = "
                           f"{spec.candidates} (the same budget for every method)")
     for i, candidate in enumerate(found):
         try:
-            check = _bimodal()._bimodal_method if section == "bimodal_tuning" else _method
+            check = _bimodal().bimodal_method_config if section == "bimodal_tuning" else method_config
             check(_with_knobs(params, method, candidate), method)
         except ConfigError as err:
             raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
@@ -131,10 +134,12 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
 
 
 def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> dict[str, Any]:
-    """``params`` whose ``methods.<method>`` runs at ``knobs`` (a candidate of its search space)."""
+    """``params`` whose ``methods.<method>`` runs at ``knobs`` (a candidate of its search space), its pinned knobs
+    (``methods.<method>.pin``) over them."""
     params = copy.deepcopy(params)
-    fixed = {k: v for k, v in (params["methods"].get(method) or {}).items() if k not in (SEARCH, UNTUNED)}
-    params["methods"][method] = {**fixed, **knobs}
+    spec = params["methods"].get(method) or {}
+    fixed = {k: v for k, v in spec.items() if k not in (SEARCH, UNTUNED, PIN)}
+    params["methods"][method] = {**fixed, **knobs, **pinned_knobs(spec, method)}
     return params
 
 
@@ -166,7 +171,7 @@ def with_selection(params: dict[str, Any], method: str, tuning_dir: Path | str =
     if not path.is_file():
         raise ConfigError(f"{path}: not found; the tuning stage writes it "
                           f"(dvc repro pipelines/tune/dvc.yaml:tune@{method})")
-    return _with_knobs(params, method, json.loads(path.read_text())["knobs"])
+    return _with_knobs(params, method, read_json(path)["knobs"])
 
 
 def validate_tuning(params: dict[str, Any]) -> None:

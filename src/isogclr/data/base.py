@@ -72,11 +72,6 @@ class IndexedImageDataset(Dataset):
         return self.data.images[idx], self.data.labels[idx], idx
 
 
-def collate_batch(batch):
-    """DataLoader collate for ``__getitems__`` batches (already stacked)."""
-    return batch
-
-
 def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) -> np.ndarray:
     """Exponential profile of Cao et al. (2019): class c keeps int(n_max * (1/ratio)^(c/(C-1))) samples.
 

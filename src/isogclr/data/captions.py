@@ -22,7 +22,6 @@ caption is an error naming where it is. These are not in the image registry.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..io import read_lines
+from ..io import read_json, read_lines
 from .folder import UNREADABLE_FIX, load_square_rgb, unreadable_message
 from .streaming import PackedStrings, eval_loader
 
@@ -165,7 +164,7 @@ def load_karpathy(json_path: Path | str, image_root: Path | str, split: str = "t
     if not image_root.is_dir():
         raise FileNotFoundError(f"{image_root} not found: it must hold the dataset's images (COCO val2014/, "
                                 f"train2014/ from https://cocodataset.org; Flickr30K flickr30k-images/)")
-    entries = json.loads(json_path.read_text())["images"]
+    entries = read_json(json_path)["images"]
     builder = CaptionBuilder(size, str(json_path), max_unreadable)
     for entry in entries:
         if entry["split"] != split:
@@ -185,7 +184,7 @@ def karpathy_stream(json_path: Path | str, image_root: Path | str, split: str = 
     if not json_path.is_file():
         raise FileNotFoundError(f"{json_path} not found: get it from {KARPATHY_URL} (caption_datasets.zip)")
     captions, image_index, image_ids = [], [], []
-    for entry in json.loads(json_path.read_text())["images"]:
+    for entry in read_json(json_path)["images"]:
         if entry["split"] != split:
             continue
         rel = (Path(entry.get("filepath", "")) / entry["filename"]).as_posix()

@@ -32,7 +32,7 @@ FOLDERS = {10: "cifar-10-batches-py", 100: "cifar-100-python"}
 ARCHIVES = {10: "cifar-10-python.tar.gz", 100: "cifar-100-python.tar.gz"}
 
 
-def _obtain_hint(root: Path, num_classes: int) -> str:
+def obtain_hint(root: Path, num_classes: int) -> str:
     cls = f"CIFAR{num_classes}"
     return (f"download {ARCHIVES[num_classes]} from {CIFAR_URL} and extract it into {root} "
             f"(`tar -xzf {ARCHIVES[num_classes]} -C {root}`), or, where a network exists, run "
@@ -52,16 +52,16 @@ def load_cifar(root: Path, split: str, num_classes: int, long_tailed: bool) -> I
     root = Path(root)
     folder = root / FOLDERS[num_classes]
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} not found: {_obtain_hint(root, num_classes)}")
+        raise FileNotFoundError(f"{folder} not found: {obtain_hint(root, num_classes)}")
     cls = CIFAR10 if num_classes == 10 else CIFAR100
     files = [name for name, _ in cls.train_list + cls.test_list] + [cls.meta["filename"]]
     missing = [str(folder / name) for name in files if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{', '.join(missing)} not found: {_obtain_hint(root, num_classes)}")
+        raise FileNotFoundError(f"{', '.join(missing)} not found: {obtain_hint(root, num_classes)}")
     try:
         ds = cls(str(root), train=split == "train", download=False)
     except RuntimeError as e:  # an MD5 mismatch: truncated or altered files
-        raise RuntimeError(f"{folder}: {e}; re-extract it: {_obtain_hint(root, num_classes)}") from e
+        raise RuntimeError(f"{folder}: {e}; re-extract it: {obtain_hint(root, num_classes)}") from e
     images = torch.from_numpy(np.ascontiguousarray(ds.data.transpose(0, 3, 1, 2)))  # (N, 3, 32, 32)
     labels = np.asarray(ds.targets, dtype=np.int64)
     superclass = superclass_names = None

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..io import generated_folder, meta_keys
+from ..io import generated_folder, meta_keys, read_json
 from .base import ImageData, long_tailed_positions, register_dataset
 from .folder import image_folder
 
@@ -179,7 +179,7 @@ def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageD
                                 f"write the subset with `python -m isogclr fashion-mnist-mini "
                                 f"--out {folder}` (the fashion_mnist_mini stage of dvc.yaml; it needs "
                                 f"`{INSTALL_HINT}`)")
-    size = json.loads(meta.read_text())["spec"]["image_size"]
+    size = read_json(meta)["spec"]["image_size"]
     data = decoded_split(folder, split, lambda: image_folder(folder, split, size=size, classes=CLASS_FOLDERS,
                                                              source="the fashion_mnist_mini stage"))
     data.class_names = list(CLASS_NAMES)

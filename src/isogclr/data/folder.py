@@ -26,6 +26,7 @@ import torch
 from PIL import Image
 
 from .base import ImageData, register_dataset
+from .manifest import GENERATORS, ManifestError, manifest_path, read_manifest
 
 CLASSES_DIR = Path(__file__).parent / "classes"
 IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp", ".webp")
@@ -68,6 +69,22 @@ UNREADABLE_FIX = ("replace or remove the files (re-download or re-extract the da
                   "known number of them be skipped")
 
 
+def unreadable_fix(where: Path | str) -> str:
+    """What to do about unreadable images under ``where``: :data:`UNREADABLE_FIX` for real data; for a folder
+    generated from a manifest (:mod:`isogclr.data.manifest`), how to hash and regenerate it."""
+    for folder in (Path(where), *Path(where).parents):
+        if folder.name and manifest_path(folder).is_file():
+            try:
+                stage = GENERATORS[read_manifest(manifest_path(folder))["generator"]].stage
+            except (ManifestError, KeyError, OSError, ValueError):
+                continue
+            return (f"{folder} is generated from its manifest {manifest_path(folder)}, not downloaded: `python -m "
+                    f"isogclr restore-data --verify --root {folder.parent}` hashes it and regenerates it, naming the "
+                    f"files that differed; if it finds the manifest's bytes, rerun the data stage "
+                    f"(`dvc repro {stage}`)")
+    return UNREADABLE_FIX
+
+
 def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | str, not_found: str,
                     class_names: list[str], extra: dict[str, list], max_unreadable: int = 0) -> ImageData:
     """Decode ``(path, label)`` items into an :class:`ImageData`.
@@ -88,7 +105,7 @@ def decode_labelled(items: Sequence[tuple[Path, int]], size: int, where: Path | 
             continue
         kept.append(i)
     if len(bad) > max_unreadable:
-        raise ValueError(unreadable_message(where, bad, len(items), UNREADABLE_FIX))
+        raise ValueError(unreadable_message(where, bad, len(items), unreadable_fix(where)))
     if bad:
         warnings.warn(unreadable_message(where, bad, len(items), f"skipped (max_unreadable={max_unreadable})"),
                       stacklevel=3)

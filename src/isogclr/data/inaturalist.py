@@ -16,9 +16,9 @@ Category ids are mapped to labels 0..C-1 in sorted id order; ``class_names`` are
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..io import read_json
 from .base import ImageData, register_dataset
 from .folder import decode_labelled
 
@@ -30,7 +30,7 @@ INATURALIST_HINT = ("download train_val2018.tar.gz, train2018.json.tar.gz and va
                     "and extract them into")
 
 
-def _hint(base: Path) -> str:
+def obtain_hint(base: Path) -> str:
     return f"{INATURALIST_HINT} {base}"
 
 
@@ -40,9 +40,8 @@ def load_inaturalist(root: Path, split: str, size: int | None = None) -> ImageDa
     base = Path(root) / INATURALIST_FOLDER
     ann_path = base / ANNOTATION_FILES[split]
     if not ann_path.is_file():
-        raise FileNotFoundError(f"{ann_path} not found: {_hint(base)}")
-    with open(ann_path) as f:
-        meta = json.load(f)
+        raise FileNotFoundError(f"{ann_path} not found: {obtain_hint(base)}")
+    meta = read_json(ann_path)
     categories = sorted(meta["categories"], key=lambda c: c["id"])
     label_of = {c["id"]: i for i, c in enumerate(categories)}
     category_of = {a["image_id"]: a["category_id"] for a in meta["annotations"]}
@@ -51,7 +50,7 @@ def load_inaturalist(root: Path, split: str, size: int | None = None) -> ImageDa
             raise ValueError(f"{ann_path}: image {entry['id']} ({entry['file_name']}) has no annotation")
     items = [(base / e["file_name"], label_of[category_of[e["id"]]]) for e in meta["images"]]
     return decode_labelled(items, size, ann_path, f"no readable images listed in {ann_path} under {base}: "
-                           f"{_hint(base)}", [str(c["name"]) for c in categories],
+                           f"{obtain_hint(base)}", [str(c["name"]) for c in categories],
                            {"path": [e["file_name"] for e in meta["images"]],
                             "image_id": [e["id"] for e in meta["images"]]})
 

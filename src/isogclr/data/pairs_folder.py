@@ -27,6 +27,7 @@ batches hold the same uint8 values either way, so the metrics are the same
 from __future__ import annotations
 
 import csv
+import io
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..io import read_text
 from .captions import CaptionData, KarpathyStream, karpathy_stream, load_caption_tsv, load_karpathy
 from .manifest import ensure_tracked
 from .streaming import LoaderSpec, caption_tsv_stream, epoch_loader
@@ -108,7 +110,7 @@ class PairsFolder:
 
 
 def _lines(path: Path) -> list[str]:
-    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [line.strip() for line in read_text(path).splitlines() if line.strip()]
 
 
 def _resize(images: torch.Tensor, size: int) -> torch.Tensor:
@@ -151,8 +153,7 @@ def _train_meta(train: CaptionData, meta_path: Path) -> list[dict[str, str]]:
     """meta.csv rows in the order of ``train`` (joined on the image path); -1 where there is no meta."""
     by_image = {}
     if meta_path.is_file():
-        with meta_path.open(newline="", encoding="utf-8") as f:
-            by_image = {row["image"]: row for row in csv.DictReader(f)}
+        by_image = {row["image"]: row for row in csv.DictReader(io.StringIO(read_text(meta_path)))}
     missing = {"cluster": "-1", "cluster_frequency": "-1", "mismatched": "-1"}
     return [by_image.get(image_id, missing) for image_id in train.image_ids]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..io import read_text
 from .base import ImageData, register_dataset
 
 STL10_URL = "https://cs.stanford.edu/~acoates/stl10/"
@@ -28,7 +29,7 @@ STL10_ARCHIVE = "stl10_binary.tar.gz"
 CLASS_NAMES_FILE = "class_names.txt"
 
 
-def _obtain_hint(root: Path) -> str:
+def obtain_hint(root: Path) -> str:
     return (f"download {STL10_ARCHIVE} from {STL10_URL} and extract it into {root} "
             f"(`tar -xzf {STL10_ARCHIVE} -C {root}`), or, where a network exists, run "
             f"torchvision.datasets.STL10('{root}', download=True)")
@@ -41,17 +42,17 @@ def load_stl10(root: Path, split: str, unlabeled: bool) -> ImageData:
     root = Path(root)
     folder = root / STL10_FOLDER
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} not found: {_obtain_hint(root)}")
+        raise FileNotFoundError(f"{folder} not found: {obtain_hint(root)}")
     files = [name for name, _ in STL10.train_list + STL10.test_list] + [CLASS_NAMES_FILE]
     missing = [str(folder / name) for name in files if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{', '.join(missing)} not found: {_obtain_hint(root)}")
+        raise FileNotFoundError(f"{', '.join(missing)} not found: {obtain_hint(root)}")
     tv_split = ("train+unlabeled" if unlabeled else "train") if split == "train" else "test"
     try:
         ds = STL10(str(root), split=tv_split, download=False)
     except RuntimeError as e:  # an MD5 mismatch: truncated or altered files
-        raise RuntimeError(f"{folder}: {e}; re-extract it: {_obtain_hint(root)}") from e
-    class_names = [line.strip() for line in (folder / CLASS_NAMES_FILE).read_text().splitlines() if line.strip()]
+        raise RuntimeError(f"{folder}: {e}; re-extract it: {obtain_hint(root)}") from e
+    class_names = [line.strip() for line in read_text(folder / CLASS_NAMES_FILE).splitlines() if line.strip()]
     images = torch.from_numpy(np.ascontiguousarray(ds.data))  # (N, 3, 96, 96), rows and columns as displayed
     labels = torch.from_numpy(np.asarray(ds.labels).astype(np.int64))  # uint8 - 1 for the labelled files
     return ImageData(images=images, labels=labels, class_names=class_names,

@@ -22,7 +22,6 @@ Two sample kinds:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from PIL import Image, ImageFilter
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from torchvision.transforms import v2
 
-from ..io import read_lines
+from ..io import read_json, read_lines
 from .augment import MEAN, STD, AugmentConfig
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
@@ -231,7 +230,7 @@ def inaturalist_stream(base: Path | str, annotation: Path | str, transform: Tran
     base, annotation = Path(base), Path(annotation)
     if not annotation.is_file():
         raise FileNotFoundError(f"{annotation} not found")
-    meta = json.loads(annotation.read_text())
+    meta = read_json(annotation)
     categories = sorted(meta["categories"], key=lambda c: c["id"])
     label_of = {c["id"]: i for i, c in enumerate(categories)}
     category_of = {a["image_id"]: a["category_id"] for a in meta["annotations"]}

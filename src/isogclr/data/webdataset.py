@@ -45,6 +45,7 @@ import torch
 import webdataset as wds
 from PIL import Image
 
+from ..io import read_json
 from .captions import CaptionBuilder, CaptionData
 from .streaming import Transform
 
@@ -74,13 +75,13 @@ def shard_sizes(shards: Sequence[Path | str]) -> dict[str, int]:
     for shard in map(Path, shards):
         manifest = shard.parent / SIZES_FILE
         if manifest.is_file():
-            sizes.update(json.loads(manifest.read_text()))
+            sizes.update(read_json(manifest))
         if shard.name not in sizes:
             stats = shard.with_name(shard.name.removesuffix(".tar") + "_stats.json")
             if not stats.is_file():
                 raise FileNotFoundError(f"no sample count for {shard}: expected {manifest} (written by "
                                         f"isogclr.data.webdataset.write_shards) or {stats} (img2dataset)")
-            sizes[shard.name] = int(json.loads(stats.read_text())["successes"])
+            sizes[shard.name] = int(read_json(stats)["successes"])
     return {Path(s).name: sizes[Path(s).name] for s in shards}
 
 

@@ -64,3 +64,29 @@ def exact_objective_and_grad_norm(model: nn.Module, views: torch.Tensor, tau: fl
                 g.add_(gp)
     model.train(was_training)
     return value.item(), float(sum((g.double() ** 2).sum() for g in grads))
+
+
+def all_pairs_contrastive_loss(feats: torch.Tensor, tau: float) -> torch.Tensor:
+    """F for features (n, A, d), the positive term averaged over all A - 1 other views of the image.
+
+    Equals :func:`global_contrastive_loss` when A = 2.
+    """
+    n, a, d = feats.shape
+    z = F.normalize(feats, dim=-1).reshape(n * a, d)
+    sim = z @ z.T
+    image = torch.arange(n, device=z.device).repeat_interleave(a)
+    same = image[:, None] == image[None, :]
+    own = torch.eye(n * a, dtype=torch.bool, device=z.device)
+    positive = sim.masked_fill(~same | own, 0.0).sum(1) / (a - 1)
+    log_g = torch.logsumexp(sim.div(tau).masked_fill(same, float("-inf")), dim=1) - math.log((n - 1) * a)
+    return (-positive + tau * log_g).mean()
+
+
+def exact_objective(model: nn.Module, views: torch.Tensor, tau: float, chunk: int = 256) -> tuple[float, float]:
+    """(F(w), ||grad F(w)||^2) on fixed ``views`` (n, A, C, H, W), ``model`` mapping images to features.
+
+    :func:`exact_objective_and_grad_norm` (two passes, BatchNorm in eval mode) of F =
+    :func:`global_contrastive_loss` for A = 2, :func:`all_pairs_contrastive_loss` for A > 2.
+    """
+    objective = global_contrastive_loss if views.shape[1] == 2 else all_pairs_contrastive_loss
+    return exact_objective_and_grad_norm(model, views, tau, chunk, objective=objective)

@@ -16,7 +16,7 @@ def standardize(z: torch.Tensor, eps: float) -> torch.Tensor:
     return centered / torch.sqrt(centered.square().mean(dim=0, keepdim=True) + eps)
 
 
-@register_loss("barlow_twins", modality="unimodal")
+@register_loss(modality="unimodal")
 class BarlowTwinsLoss(ContrastiveLoss):
     r"""L = sum_i (1 - C_ii)^2 + lambda sum_{i != j} C_ij^2 (Barlow Twins eq. 1).
 

@@ -32,7 +32,7 @@ def directional_infonce(sim: torch.Tensor, pos: torch.Tensor, inv_tau: torch.Ten
     return masked_logsumexp(logits, mask) - pos * inv.reshape(-1)
 
 
-@register_loss("clip", modality="bimodal")
+@register_loss(modality="bimodal")
 class CLIPLoss(ContrastiveLoss):
     r"""CLIP: L = (1/2B) sum_i [ -log softmax_j(I_i.T_j / tau)_i - log softmax_j(I_j.T_i / tau)_i ].
 

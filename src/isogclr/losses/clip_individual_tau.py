@@ -16,7 +16,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("clip_individual_tau", modality="bimodal")
+@register_loss(modality="bimodal")
 class CLIPIndividualTauLoss(ContrastiveLoss):
     r"""CLIP whose image i uses tau_i and text i uses tau'_i, both learned by autograd.
 

@@ -10,7 +10,7 @@ from .registry import register_loss
 from .two_views import compute_dtype, full_precision
 
 
-@register_loss("cyclip", modality="bimodal")
+@register_loss(modality="bimodal")
 class CyCLIPLoss(CLIPLoss):
     r"""L = L_CLIP + lambda_in L_in-modal + lambda_cross L_cross-modal.
 

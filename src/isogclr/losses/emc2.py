@@ -13,7 +13,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("emc2", modality="unimodal")
+@register_loss(modality="unimodal")
 class EMC2Loss(ContrastiveLoss):
     r"""EMC2 (Algorithm 1 of the EMC2 paper, section 2) on the two-view in-batch layout.
 

@@ -9,7 +9,7 @@ from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
-@register_loss("flatclr", modality="unimodal")
+@register_loss(modality="unimodal")
 class FlatCLRLoss(ContrastiveLoss):
     r"""FlatNCE over the 2B views of a batch (SimCLR layout, 2B - 2 negatives per anchor).
 

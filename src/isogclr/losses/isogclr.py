@@ -16,7 +16,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("isogclr", modality="unimodal")
+@register_loss(modality="unimodal")
 class ISogCLRLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
     r"""Unimodal iSogCLR (Algorithm 1 of the iSogCLR paper), in log space.
 

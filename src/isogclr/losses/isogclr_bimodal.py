@@ -17,7 +17,7 @@ from .sogclr_bimodal import DirectionReductionT, direction_factor
 from .two_views import full_precision, masked_logsumexp
 
 
-@register_loss("isogclr_bimodal", modality="bimodal")
+@register_loss(modality="bimodal")
 class ISogCLRBimodalLoss(PerSampleTemperatures, WeightWatch, ContrastiveLoss):
     r"""Bimodal iSogCLR (Algorithm 2 of the iSogCLR paper), in log space.
 

@@ -13,7 +13,7 @@ from .registry import register_loss
 from .two_views import compute_dtype, full_precision
 
 
-@register_loss("negcache", modality="unimodal")
+@register_loss(modality="unimodal")
 class NegativeCacheLoss(ContrastiveLoss):
     r"""Global contrastive loss with negatives drawn from a feature cache by the Gumbel-max trick.
 

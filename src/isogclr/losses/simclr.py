@@ -9,7 +9,7 @@ from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
-@register_loss("simclr", modality="unimodal")
+@register_loss(modality="unimodal")
 class SimCLRLoss(ContrastiveLoss):
     r"""NT-Xent over the 2B views of a batch (SogCLR paper, eq. 1).
 

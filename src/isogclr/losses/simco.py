@@ -20,7 +20,7 @@ def softplus_over_sigmoid(v: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_softplus - F.logsigmoid(v))
 
 
-@register_loss("simco", modality="unimodal")
+@register_loss(modality="unimodal")
 class SimCoLoss(LayoutLoss):
     r"""The dual-temperature loss of SimCo, symmetrised over the two views.
 

@@ -13,7 +13,7 @@ from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp
 
 
-@register_loss("simo", modality="unimodal")
+@register_loss(modality="unimodal")
 class SiMoLoss(LayoutLoss):
     r"""InfoNCE with the negatives' sum rescaled by alpha / K (EqCo's equivalence rule).
 

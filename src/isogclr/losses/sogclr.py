@@ -16,7 +16,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("sogclr", modality="unimodal")
+@register_loss(modality="unimodal")
 class SogCLRLoss(WeightWatch, ContrastiveLoss):
     r"""SogCLR (Algorithm 1 of the SogCLR paper), in log space.
 

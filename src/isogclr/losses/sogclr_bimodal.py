@@ -24,7 +24,7 @@ def direction_factor(reduction: str) -> float:
     return 0.5 if reduction == "mean" else 1.0
 
 
-@register_loss("sogclr_bimodal", modality="bimodal")
+@register_loss(modality="bimodal")
 class SogCLRBimodalLoss(WeightWatch, ContrastiveLoss):
     r"""The global two-way contrastive objective with one moving average per pair and direction.
 

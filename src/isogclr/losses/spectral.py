@@ -11,7 +11,7 @@ from .registry import register_loss
 from .two_views import full_precision, two_view_batch
 
 
-@register_loss("spectral", modality="unimodal")
+@register_loss(modality="unimodal")
 class SpectralContrastiveLoss(ContrastiveLoss):
     r"""L = -2 E_{x, x+}[f(x)^T f(x+)] + E_{x, x'}[(f(x)^T f(x'))^2].
 

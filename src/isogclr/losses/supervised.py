@@ -10,7 +10,7 @@ from .registry import register_loss
 from .two_views import full_precision
 
 
-@register_loss("supervised", modality="unimodal")
+@register_loss(modality="unimodal")
 class SupervisedLoss(ContrastiveLoss):
     r"""Cross-entropy of both augmented views against their label: the ceiling a self-supervised method
     can approach with the same encoder, augmentations, optimizer and number of steps (not a paper's method).

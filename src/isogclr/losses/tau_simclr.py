@@ -10,7 +10,7 @@ from .registry import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 
-@register_loss("tau_simclr", modality="unimodal")
+@register_loss(modality="unimodal")
 class TaUSimCLRLoss(ContrastiveLoss):
     r"""NT-Xent whose anchors carry their own temperature, predicted by the encoder.
 

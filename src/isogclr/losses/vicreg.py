@@ -23,7 +23,7 @@ def covariance_term(z: torch.Tensor) -> torch.Tensor:
     return (cov.square().sum() - torch.diagonal(cov).square().sum()) / z.shape[1]
 
 
-@register_loss("vicreg", modality="unimodal")
+@register_loss(modality="unimodal")
 class VICRegLoss(ContrastiveLoss):
     r"""L = lambda s(Z, Z') + mu [v(Z) + v(Z')] / 2 + nu [c(Z) + c(Z')] (VICReg eq. 6).
 

@@ -15,6 +15,7 @@ A run writes into ``out_dir``:
   zero-shot top-1/3/5 (%) on every zero-shot set (``synth10_top1``, ...), at the end of training (a
   selection run, ``validation_fraction`` > 0, has one retrieval set, ``validation``: held-out training pairs,
   :func:`isogclr.data.splits.holdout_pairs`, and reads no test set);
+* ``knobs.json``: the method's knobs the run used (after the selection; :meth:`~isogclr.config.MethodConfig.knobs`);
 * ``train_log.csv``: per epoch the mean training loss, the last learning rate, the temperatures' mean and
   std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and, every ``eval_every`` epochs,
   IR@1 / TR@1 on the first retrieval set (the convergence curve); no wall clock: the epochs' seconds and
@@ -341,6 +342,7 @@ def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, lo
         save_text(csv_text(rows), artifacts / "tau.csv")
     save_torch(model.state_dict(), out_dir / "local" / "model.pt")
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
+    save_json(cfg.method.knobs(), out_dir / "knobs.json")
 
 
 def _caption_meta(data: PairsFolder) -> list[dict[str, str]]:

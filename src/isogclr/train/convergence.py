@@ -17,7 +17,7 @@ contrastive objective and its gradient can be computed exactly by full passes:
 
 which is :func:`isogclr.eval.convergence.global_contrastive_loss` for A = 2 (that function pairs view
 a with view a+1 mod A, the same thing when A = 2); for A > 2 the positive term averages over every
-other view, matching the training sampler below (:func:`all_pairs_contrastive_loss`).
+other view, matching the training sampler below (:func:`isogclr.eval.convergence.all_pairs_contrastive_loss`).
 
 **Scale convention.** EMC2 writes the loss with an inverse temperature beta (its eq. 1),
 L(w) = E[-beta z.z+ + log sum_neg exp(beta z.z)], so L = F / tau + log((n-1)A) with tau = 1/beta and
@@ -52,7 +52,6 @@ with un-augmented negatives), which is not F, and refreshing the cache at EMC2's
 from __future__ import annotations
 
 import dataclasses
-import math
 import tempfile
 import time
 from collections.abc import Iterator
@@ -70,7 +69,7 @@ from ..config import CONVERGENCE_METHODS as METHODS
 from ..config import ConvergenceConfig, convergence_config, convergence_study
 from ..data import load_dataset
 from ..data.augment import AugmentConfig, simclr_augmentation, to_float
-from ..eval.convergence import exact_objective_and_grad_norm, global_contrastive_loss
+from ..eval.convergence import exact_objective
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features
 from ..io import save_json, save_text
@@ -119,33 +118,6 @@ def precompute_views(images: torch.Tensor, num_augmentations: int, augment: Augm
         with torch.no_grad():
             views = torch.stack([transform(x) for _ in range(num_augmentations)], dim=1)
     return views.contiguous()
-
-
-def all_pairs_contrastive_loss(feats: torch.Tensor, tau: float) -> torch.Tensor:
-    """F for features (n, A, d), the positive term averaged over all A - 1 other views of the image.
-
-    Equals :func:`isogclr.eval.convergence.global_contrastive_loss` when A = 2.
-    """
-    n, a, d = feats.shape
-    z = F.normalize(feats, dim=-1).reshape(n * a, d)
-    sim = z @ z.T
-    image = torch.arange(n, device=z.device).repeat_interleave(a)
-    same = image[:, None] == image[None, :]
-    own = torch.eye(n * a, dtype=torch.bool, device=z.device)
-    positive = sim.masked_fill(~same | own, 0.0).sum(1) / (a - 1)
-    log_g = torch.logsumexp(sim.div(tau).masked_fill(same, float("-inf")), dim=1) - math.log((n - 1) * a)
-    return (-positive + tau * log_g).mean()
-
-
-def exact_objective(model: nn.Module, views: torch.Tensor, tau: float, chunk: int = 256) -> tuple[float, float]:
-    """(F(w), ||grad F(w)||^2) on fixed ``views`` (n, A, C, H, W), ``model`` mapping images to features.
-
-    :func:`isogclr.eval.convergence.exact_objective_and_grad_norm` (two passes, BatchNorm in eval mode) of
-    F = :func:`~isogclr.eval.convergence.global_contrastive_loss` for A = 2, :func:`all_pairs_contrastive_loss`
-    for A > 2.
-    """
-    objective = global_contrastive_loss if views.shape[1] == 2 else all_pairs_contrastive_loss
-    return exact_objective_and_grad_norm(model, views, tau, chunk, objective=objective)
 
 
 def build_method(method: str, cfg: ConvergenceConfig, num_images: int,

@@ -56,6 +56,13 @@ def setup(device: torch.device) -> DistContext:
     return DistContext(dist.get_rank(), dist.get_world_size(), device)
 
 
+def process_rank() -> int:
+    """This process's rank: the process group's once joined, else torchrun's ``RANK`` (0 without torchrun)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return int(os.environ.get("RANK", "0"))
+
+
 def barrier() -> None:
     if is_distributed():
         dist.barrier()

@@ -162,6 +162,10 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
                     describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings)
 
 
+# what every checkpoint :func:`fit` writes holds (``timings`` and ``settings`` are read when present)
+CHECKPOINT_KEYS = ("model", "optimizer", "loss", "scaler", "monitor", "step", "log_rows", "epoch_losses", "task")
+
+
 def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
          curves_dir: Path | None, checkpoint_every: int, describe: Callable[[dict], str],
          barrier: Callable[[], None], is_main: bool, on_epoch_end: Callable[[int], None], timing_run: str | None,
@@ -174,7 +178,7 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
     if ckpt_path.exists():
         state = load_torch(ckpt_path, f"checkpoint of run {task.run_id}",
                            f"move it aside (`mv {ckpt_path} {ckpt_path}.bad`) and start the run over",
-                           map_location=next(model.parameters()).device)
+                           map_location=next(model.parameters()).device, required=CHECKPOINT_KEYS)
         check_settings(state.get("settings"), settings, task.run_id, ckpt_path)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])

@@ -3,6 +3,7 @@
 A run writes into ``out_dir``:
 
 * ``metrics.json``: linear-probe top-1 and 1-NN top-1 on the test split (and the random-init probe, if asked);
+* ``knobs.json``: the method's knobs the run used (after the selection; :meth:`~isogclr.config.MethodConfig.knobs`);
 * ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, temperature stats, and the 1-NN
   test accuracy every ``train.eval_every`` epochs: accuracy against samples seen); no wall clock: the epochs'
   seconds and samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`, key = ``out_dir``);
@@ -64,7 +65,7 @@ from .engine import fit, log
 from .optim import build_optimizer
 
 
-class _UnimodalTask:
+class UnimodalTask:
     """A unimodal run as an engine :class:`~isogclr.train.engine.Task`.
 
     Under torchrun each process takes ``batch_size / world_size`` samples of every global batch;
@@ -118,7 +119,7 @@ class _UnimodalTask:
             torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
         self.metrics: dict = {}
         if random_init_baseline and ctx.is_main:
-            self.metrics["random_init_top1"] = _evaluate(model, train_eval, test_data, cfg, device)["top1"]
+            self.metrics["random_init_top1"] = evaluate_encoder(model, train_eval, test_data, cfg, device)["top1"]
 
     def begin_epoch(self, epoch: int, start: int) -> None:
         cfg, ctx = self.cfg, self.ctx
@@ -184,7 +185,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
 
     ``export``: also write the committed float16 ``artifacts/encoder.pt`` and ``artifacts/features.pt``.
 
-    Rank 0 writes checkpoints and outputs (see :class:`_UnimodalTask` for the distributed batch).
+    Rank 0 writes checkpoints and outputs (see :class:`UnimodalTask` for the distributed batch).
     """
     out_dir, ckpt_dir = Path(out_dir), Path(ckpt_dir)
     if cfg.train.num_threads:
@@ -192,7 +193,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     ctx = distributed.setup(resolve_device(cfg.train.device))
     device = ctx.device
     train_data, test_data, train_eval = load_splits(cfg)
-    task = _UnimodalTask(cfg, ctx, train_data, test_data, train_eval, random_init_baseline)
+    task = UnimodalTask(cfg, ctx, train_data, test_data, train_eval, random_init_baseline)
     ckpt_path = ckpt_dir / "checkpoint.pt"
     steps_per_epoch = task.steps_per_epoch
     log_rows = fit(task, total_steps=steps_per_epoch * cfg.train.epochs,
@@ -208,7 +209,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
     # Figure 5's input: the train features of a run with learned temperatures on a long-tailed set (the figure marks
     # the rare classes' tau); a balanced set's 20,000 train features would add 5 MB a run for no figure
     export_train = export and "tau" in task.loss_fn.temperatures() and cfg.dataset.endswith("_lt")
-    evaluation = _evaluate(task.model, train_eval, test_data, cfg, device, features_to=out_dir, export=export,
+    evaluation = evaluate_encoder(task.model, train_eval, test_data, cfg, device, features_to=out_dir, export=export,
                            export_train=export_train)
     metrics.update(evaluation)
     _write_outputs(cfg, out_dir, task.model, task.loss_fn, train_data, log_rows, metrics, export=export)
@@ -256,7 +257,7 @@ def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.devic
     return knn_accuracy(train_x, train_data.labels, test_x, test_data.labels, k=1)
 
 
-def _evaluate(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, device: torch.device,
+def evaluate_encoder(model: ContrastiveModel, train_data, test_data, cfg: RunConfig, device: torch.device,
               features_to: Path | None = None, export: bool = False, export_train: bool = False) -> dict:
     """Linear probe and 1-NN on frozen encoder features; optionally save the features of run folder
     ``features_to``: all of them in ``local/features.pt`` and, with ``export``, the test split's in float16
@@ -308,4 +309,5 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
         for name in ("encoder.pt", "features.pt"):
             (artifacts / name).unlink(missing_ok=True)
     save_json({k: round(v, 4) for k, v in metrics.items()}, out_dir / "metrics.json")
+    save_json(cfg.method.knobs(), out_dir / "knobs.json")
 

@@ -28,7 +28,7 @@ from ..data.augment import eval_transform
 from ..eval.linear_probe import linear_probe
 from ..io import save_json
 from ..models import ContrastiveModel
-from .loop import _evaluate, load_splits
+from .loop import evaluate_encoder, load_splits
 
 
 def raw_pixel_probe(train_data, test_data, cfg: RunConfig) -> float:
@@ -54,7 +54,8 @@ def no_learning(cfg: RunConfig, inits: list[int] | tuple[int, ...], out_dir: Pat
     for seed in inits:
         torch.manual_seed(seed)
         model = ContrastiveModel(cfg.encoder, cfg.head)
-        metrics[f"random_init_s{seed}_top1"] = _evaluate(model, train_eval, test_data, cfg, torch.device("cpu"))["top1"]
+        scores = evaluate_encoder(model, train_eval, test_data, cfg, torch.device("cpu"))
+        metrics[f"random_init_s{seed}_top1"] = scores["top1"]
     random_mean = sum(metrics[f"random_init_s{s}_top1"] for s in inits) / len(inits)
     metrics["floor_top1"] = max(metrics["raw_pixels_top1"], random_mean)
     metrics = {key: round(value, 4) for key, value in metrics.items()}

@@ -17,6 +17,9 @@ It writes
 * ``tuning/<m>/selected.json``: the candidate with the best mean score (ties: the first listed), with the
   search settings; the runs of a ``tuned: true`` section or study read it (:func:`isogclr.config.with_selection`).
 
+Under torchrun every process trains every candidate with the others, and only rank 0 scores them and writes
+the two files (and the candidates' run folders, as every run); every rank returns rank 0's selection.
+
 The candidates' own run folders (``tuning/<m>/runs/c<k>-s<seed>``) are scratch, neither in git nor in DVC;
 a candidate whose folder already holds its metrics for the same config is not trained again, so an
 interrupted stage resumes where it stopped. The trainer (``train_run`` or ``train_bimodal_run``) is given
@@ -31,8 +34,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import TUNING_DIR, TUNING_SECTIONS, tuning_candidates, tuning_run_config, tuning_section, tuning_spec
+from ..config import (
+    TUNING_DIR,
+    TUNING_SECTIONS,
+    TuningSpec,
+    tuning_candidates,
+    tuning_run_config,
+    tuning_section,
+    tuning_spec,
+)
 from ..io import csv_text, save_json, save_text
+from . import distributed
 from .monitor import TrainingDiverged
 
 # a candidate run's metrics -> its validation score (%), by selection section
@@ -56,7 +68,11 @@ def _finished(cfg, out: Path) -> dict | None:
 def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
                 tuning_dir: Path | str = TUNING_DIR, checkpoints: Path | str = "checkpoints") -> dict[str, Any]:
     """Train (``train(cfg, run_dir, ckpt_dir) -> metrics``) and score every candidate of ``method``; write
-    candidates.csv and selected.json; return the selection."""
+    candidates.csv and selected.json; return the selection.
+
+    In a distributed run the other ranks train alongside rank 0 and write nothing; they return rank 0's selection
+    (None when no candidate needed training: no process group was joined to hear it)."""
+    main = distributed.process_rank() == 0
     section = tuning_section(params, method)
     spec, score, column = tuning_spec(params, section), SCORES[section], TUNING_SECTIONS[section]
     candidates = tuning_candidates(params, method)
@@ -70,14 +86,25 @@ def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
             run_dir = Path(tuning_dir) / cfg.run_id
             try:
                 metrics = _finished(cfg, run_dir) or train(cfg, run_dir, Path(checkpoints) / "tuning" / cfg.run_id)
-                value = round(score(metrics), 4)
+                value = round(score(metrics), 4) if main else math.nan  # rank 0 holds the evaluated metrics
             except TrainingDiverged as err:  # e.g. a learning rate too large: the candidate loses, the search goes on
                 print(f"[tune {method}] candidate {i} {knobs} diverged at seed {seed}: {err}", flush=True)
                 value = float("nan")
             rows.append({"candidate": i, **effective, "seed": seed, column: value})
+    outcome = _select(rows, method, spec, candidates, column, out) if main else None
+    kind, result = distributed.broadcast_object(outcome) or ("selection", None)
+    if kind == "diverged":
+        raise TrainingDiverged(result)
+    return result
+
+
+def _select(rows: list[dict], method: str, spec: TuningSpec, candidates: list[dict], column: str,
+            out: Path) -> tuple[str, Any]:
+    """Rank 0's part: the best candidate, written to ``out`` (candidates.csv, selected.json), as ("selection",
+    selection); ("diverged", message) when every candidate diverged (nothing written)."""
     scores = [sum(r[column] for r in rows if r["candidate"] == i) / len(spec.seeds) for i in range(len(candidates))]
     if all(math.isnan(s) for s in scores):
-        raise TrainingDiverged(f"tuning {method}: every candidate diverged (tuning/{method}/runs); see the log")
+        return "diverged", f"tuning {method}: every candidate diverged (tuning/{method}/runs); see the log"
     best = max(range(len(candidates)), key=lambda i: (-math.inf if math.isnan(scores[i]) else scores[i], -i))
     selection = {"method": method, "dataset": spec.dataset, "epochs": spec.epochs,
                  "validation_fraction": spec.validation_fraction, "seeds": list(spec.seeds),
@@ -89,4 +116,4 @@ def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
     save_json(selection, out / "selected.json")
     print(f"[tune {method}] selected candidate {best} {candidates[best]}: validation {column} {scores[best]:.2f}% "
           f"(candidates: {', '.join(f'{s:.2f}' for s in scores)})", flush=True)
-    return selection
+    return "selection", selection

@@ -1,0 +1,120 @@
+"""A stage's code, derived from the imports: :func:`module_closure` is the transitive closure of the ``isogclr``
+modules that its entry modules import, read from the source with :mod:`ast` (every ``import`` statement at any
+depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported;
+the module behind a name a package imports on first access); :func:`run_modules` adds what a run imports by name
+(its losses and its datasets' loaders). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "isogclr"
+SRC = Path("src")
+
+
+
+def _module_file(module: str, root: Path) -> Path | None:
+    """The source file of ``module`` (``a.b`` -> src/a/b.py or src/a/b/__init__.py), if it is ours."""
+    base = root / SRC / Path(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    return skipped
+
+
+def module_imports(path: Path, module: str) -> set[str]:
+    """Every ``isogclr`` module that ``path`` (module ``module``) imports, anywhere in its body, except in an
+    ``if TYPE_CHECKING:`` block (an import for annotations, which never runs)."""
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from .pkg import name`: name may be a submodule
+            found |= {f"{target}.{alias.name}" for alias in node.names}
+    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+
+
+def _lazy_module(name: str, root: Path) -> list[str]:
+    """The module that defines ``pkg.name`` when the package ``pkg`` imports its names on first access (a
+    module-level ``__getattr__`` reading ``_LAZY``, name -> module: :mod:`isogclr.config`, :mod:`isogclr.losses`);
+    ``[]`` for any other name. ``from pkg import name`` then depends on that module, as an eager import would."""
+    package, _, attr = name.rpartition(".")
+    init = _module_file(package, root) if package else None
+    if init is None or init.name != "__init__.py" or "def __getattr__" not in init.read_text():
+        return []
+    table = getattr(importlib.import_module(package), "_LAZY", {})
+    return [table[attr]] if attr in table else []
+
+
+def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
+    """The source files (relative to ``root``) of ``entries`` and of every ``isogclr`` module they import.
+
+    Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too, so those are included.
+    """
+    root = Path(root)
+    todo, seen, files = list(entries), set(), set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the parent packages
+        path = _module_file(module, root)
+        if path is None:  # an attribute imported with `from pkg import name`, not a module
+            todo += _lazy_module(module, root)  # unless the package imports it from a module on first access
+            continue
+        files.add(path.relative_to(root).as_posix())
+        todo += sorted(module_imports(path, module) - seen)
+    return sorted(files)
+
+
+def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
+                datasets: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
+    (``methods.<m>.loss``, its module ``isogclr.losses.<loss>``) and each dataset's loader
+    (:data:`isogclr.data.base.REGISTRY`). :func:`build_loss` and :func:`load_dataset` import them when a run
+    builds them, which :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
+
+    Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
+    check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
+    from .data.base import dataset_module
+    from .losses.registry import loss_module
+
+    losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
+    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets})
+
+
+def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
+    """The ``isogclr`` modules that the report source ``notebooks/src/<name>.py`` imports."""
+    path = Path(root) / "notebooks" / "src" / f"{name}.py"
+    found = module_imports(path, "__notebook__")
+    return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
+                  | {lazy for m in found for lazy in _lazy_module(m, Path(root))})

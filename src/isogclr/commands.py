@@ -1,0 +1,292 @@
+"""The handlers of the command line's commands (:mod:`isogclr.cli` parses the arguments and calls them): each
+reads ``--params`` through :func:`read_params` and imports what it needs (torch, DVC, papermill) when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def read_params(args: argparse.Namespace) -> dict:
+    """``--params`` loaded and validated (every key, name and seed included): how every command reads it."""
+    from .config import load_params, validate_params
+
+    params = load_params(args.params)
+    validate_params(params)
+    return params
+
+
+def seed_arg(text: str) -> int:
+    """A ``--seed`` on the command line: a non-negative integer."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def name_arg(text: str) -> str:
+    """A method, dataset or study name on the command line: a plain name (it names output folders)."""
+    from .config.keys import check_name
+
+    try:
+        return check_name("name", text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("name: ")) from None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .config import missing_datasets
+
+    params = read_params(args)
+    missing = [] if args.skip_data else missing_datasets(params)
+    for line in missing:
+        print(f"error in {args.params}: {line}", file=sys.stderr)
+    for line in device_warnings(params):
+        print(f"warning: {args.params}: {line}", file=sys.stderr)
+    if missing:
+        return 1
+    print(f"{args.params}: valid" + ("" if args.skip_data else "; its datasets are on disk or made by the pipeline"))
+    return 0
+
+
+def device_warnings(params: dict) -> list[str]:
+    """The paper profile on a machine without a GPU, where ``device: auto`` would quietly train on the CPU."""
+    devices = {s: (params.get(s) or {}).get("device", "auto") for s in ("train", "bimodal") if s in params}
+    if params.get("profile") != "paper" or "cpu" in devices.values():
+        return []
+    import torch
+
+    if torch.cuda.is_available():
+        return []
+    return [f"{s}.device is {d!r} and no GPU is visible: the paper profile would "
+            + ("train on the CPU (weeks of compute)" if d == "auto" else "fail") + "; run it on a GPU machine"
+            for s, d in devices.items()]
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .config import check_profiles, differences, load_params, profile_text, validate_params
+    from .io import save_text
+
+    if args.check:  # every profile merges, validates and changes only what its overlay names; params.yaml vs mini
+        print("\n".join(check_profiles(args.profiles, validate_params)))
+        changed = differences(load_params(args.out), load_params(Path(args.profiles) / "mini.yaml"))
+        print(f"{args.out}: " + (f"the mini profile but {len(changed)} keys: {', '.join(changed[:8])}"
+                                 + (" ..." if len(changed) > 8 else "") if changed else "the mini profile"))
+        return 0
+    if args.name is None:
+        raise SystemExit("profile: name a profile (mini, smoke, paper) or give --check")
+    source = Path(args.profiles) / f"{args.name}.yaml"
+    validate_params(load_params(source))
+    save_text(profile_text(source), Path(args.out))
+    print(f"{args.out} <- {source}" + ("" if args.name == "mini" else " (merged onto its base profile)"))
+    return 0
+
+
+def cmd_synthetic(args: argparse.Namespace) -> int:
+    from .config import synthetic_spec
+    from .data.manifest import SYNTHETIC, claim_manifest, manifest_path, spec_dict, write_manifest
+    from .data.synthetic import write_synthetic
+
+    spec = synthetic_spec(read_params(args))
+    claim_manifest(args.out, SYNTHETIC)
+    t0 = time.perf_counter()
+    write_synthetic(spec, Path(args.out))
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), SYNTHETIC)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
+          f"{time.perf_counter() - t0:.1f}s ({spec})")
+    return 0
+
+
+def cmd_fashion_mnist_mini(args: argparse.Namespace) -> int:
+    from .config import fashion_mnist_mini_spec
+    from .data.fashion_mnist import write_fashion_mnist_mini
+    from .data.manifest import FASHION_MNIST_MINI, claim_manifest, manifest_path, spec_dict, write_manifest
+
+    params = read_params(args)
+    spec = fashion_mnist_mini_spec(params)
+    claim_manifest(args.out, FASHION_MNIST_MINI)
+    t0 = time.perf_counter()
+    counts = write_fashion_mnist_mini(spec, Path((params.get("data") or {}).get("root", "data")), Path(args.out))
+    write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), FASHION_MNIST_MINI)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} in {time.perf_counter() - t0:.1f}s "
+          f"({counts}, {spec})")
+    return 0
+
+
+def cmd_synthetic_pairs(args: argparse.Namespace) -> int:
+    from .config import pair_spec
+    from .data.manifest import SYNTHETIC_PAIRS, claim_manifest, manifest_path, spec_dict, write_manifest
+    from .data.synthetic_pairs import write_synthetic_pairs
+
+    spec = pair_spec(read_params(args))
+    claim_manifest(args.out, SYNTHETIC_PAIRS)
+    t0 = time.perf_counter()
+    write_synthetic_pairs(spec, Path(args.out))
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out),
+                              SYNTHETIC_PAIRS)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
+          f"{time.perf_counter() - t0:.1f}s ({spec})")
+    return 0
+
+
+def cmd_restore_data(args: argparse.Namespace) -> int:
+    from .data.restore import restore
+
+    t0 = time.perf_counter()
+    done = restore(args.root, verify=args.verify)
+    if not done:
+        print(f"no dataset manifest {Path(args.root)}/*.json: nothing to restore (the data stages write them)")
+        return 0
+    for name, state, seconds in done:
+        print(f"{Path(args.root) / name}: {state} ({seconds:.1f}s)")
+    print(f"restored {len(done)} generated dataset(s) from their manifests in {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """One run, or several in one process (a grid run at several seeds; a study's values x seeds)."""
+    import yaml
+
+    from .config import ConfigError, run_config, study_run_config, study_spec, with_selection
+    from .train.loop import train_run
+
+    params = read_params(args)
+    if args.tuned:  # the method's knobs selected on the validation split (tuning/<method>/selected.json)
+        params = with_selection(params, args.method)
+    if args.study is None:
+        if args.dataset is None or args.value is not None or not args.seed:
+            raise ConfigError("train: give --dataset and --seed (a grid run), or --study (a study's runs)")
+        configs, out = [run_config(params, args.method, args.dataset, seed) for seed in args.seed], Path(args.out)
+    else:
+        if args.dataset is not None:
+            raise ConfigError(f"studies.{args.study}: the study sets its own dataset (no --dataset)")
+        spec = study_spec(params, args.study)
+        if spec.tuned and not args.tuned:
+            raise ConfigError(f"studies.{args.study}.tuned: its runs use the selection; add --tuned")
+        values = spec.values if args.value is None else [yaml.safe_load(args.value)]
+        configs = [study_run_config(params, args.study, args.method, value, seed)
+                   for value in values for seed in (args.seed or spec.seeds)]
+        out = Path("studies")
+    for cfg in configs:
+        train_run(cfg, out / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
+                  random_init_baseline=args.random_init_baseline, export=cfg.seed == args.export_seed)
+    return 0
+
+
+def cmd_references(args: argparse.Namespace) -> int:
+    """The no-learning rows of a dataset (chance, raw pixels, random-init encoders): <out>/<dataset>/metrics.json."""
+    from .config import references_spec, run_config
+    from .train.references import no_learning
+
+    params = read_params(args)
+    spec = references_spec(params)
+    cfg = run_config(params, spec.methods[0], args.dataset, spec.seeds[0])
+    metrics = no_learning(cfg, spec.random_inits, Path(args.out) / args.dataset)
+    print(f"[{args.dataset}] " + ", ".join(f"{key} {value:.2f}" for key, value in metrics.items()))
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .config import tuning_section
+    from .train.tuning import tune_method
+
+    params = read_params(args)
+    if tuning_section(params, args.method) == "bimodal_tuning":
+        from .train.bimodal import train_bimodal_run as train
+    else:
+        from .train.loop import train_run as train
+    tune_method(params, args.method, train, Path(args.out), Path(args.checkpoints))
+    return 0
+
+
+def cmd_train_bimodal(args: argparse.Namespace) -> int:
+    """Image-text runs: a method at several seeds one after the other in one process, or one study run."""
+    import yaml
+
+    from .config import ConfigError, bimodal_run_config, bimodal_study_run_config, bimodal_study_spec, with_selection
+    from .train.bimodal import train_bimodal_run
+
+    params = read_params(args)
+    if args.tuned:  # the method's knobs selected on held-out training pairs (tuning/<method>/selected.json)
+        params = with_selection(params, args.method)
+    if (args.study is None) != (args.value is None):
+        raise ConfigError("train-bimodal: give both --study and --value (a study run) or neither")
+    if args.study is None:
+        configs, out = [bimodal_run_config(params, args.method, seed) for seed in args.seed], Path(args.out)
+    else:
+        if bimodal_study_spec(params, args.study).tuned and not args.tuned:
+            raise ConfigError(f"bimodal_studies.{args.study}.tuned: its runs use the selection; add --tuned")
+        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed)
+                   for seed in args.seed]
+        out = Path("studies")
+    for cfg in configs:
+        train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}",
+                          untrained_baseline=args.untrained_baseline)
+    return 0
+
+
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from .analysis.notebooks import build_notebooks
+
+    stale = build_notebooks(Path(args.source), Path(args.dest), check=args.check)
+    if args.check and stale:
+        print("out of sync with their sources (run `python -m isogclr notebooks`):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .analysis.notebooks import notebook_text
+    from .analysis.report import execute_report, typed_parameters
+    from .io import read_text
+
+    notebook, source = Path(args.notebooks) / f"{args.name}.ipynb", Path(args.notebooks) / "src" / f"{args.name}.py"
+    if not source.exists():
+        print(f"error: {source} not found (a report is built from notebooks/src/<name>.py)", file=sys.stderr)
+        return 2
+    if not notebook.exists() or read_text(notebook) != notebook_text(source):
+        print(f"error: {notebook} is out of sync with {source}: run `python -m isogclr notebooks`", file=sys.stderr)
+        return 1
+    for folder in ("tables", "figures", "verdicts"):
+        (Path(args.reports) / folder).mkdir(parents=True, exist_ok=True)
+    from papermill.exceptions import PapermillExecutionError
+
+    output = Path(args.reports) / f"{args.name}.ipynb"
+    try:
+        execute_report(notebook, output, typed_parameters(args.parameter))
+    except PapermillExecutionError as err:
+        print(f"error: {output}: cell {err.exec_count} raised {err.ename}: {err.evalue} (the traceback is in the "
+              f"notebook)", file=sys.stderr)
+        return 1
+    print(f"wrote {output}")
+    return 0
+
+
+def cmd_report_index(args: argparse.Namespace) -> int:
+    from .analysis.index import build_index
+
+    build_index(Path(args.reports), args.names, profile=str(read_params(args).get("profile", "?")))
+    print(f"wrote {args.reports}/index.html and {args.reports}/README.md ({len(args.names)} reports)")
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from .pipeline import main as write_pipeline
+
+    return write_pipeline(args.params, args.out, check=args.check)
+
+
+def cmd_convergence(args: argparse.Namespace) -> int:
+    from .train.convergence import write_study
+
+    study = write_study(read_params(args), Path(args.out), Path(args.checkpoints) / "convergence")
+    print(f"wrote {args.out} in {study.seconds:.0f}s")
+    return 0
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from .repro import repro
+
+    return repro(Path(args.root), args.jobs, force=args.force)

@@ -1,0 +1,121 @@
+"""The report notebooks the pipeline runs (:data:`REPORTS`): what each is given (papermill ``-p``), reads and
+writes; its tables and figures are read from the notebook's own calls (:func:`report_outputs`).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Report:
+    """A report notebook: what it is given (papermill ``-p``), what it reads and what it writes.
+
+    Code dependencies are not listed: they are the ``isogclr`` imports of ``notebooks/src/<name>.py``.
+    Studies are not listed either: a study names its report (``studies.<name>.report``). Nor are its tables and
+    figures: they are read from the notebook's own ``write_table`` / ``save_figure`` calls (:func:`report_outputs`).
+    """
+
+    comment: str
+    papermill: dict[str, str]
+    reads: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    paper: tuple[str, ...] = ()  # transcribed paper tables (src/isogclr/analysis/paper/<name>.csv)
+    selection: str | None = None  # the selection section it shows (tuning/<m>/ of its methods), if params has it
+
+
+_RUNS = {"params_path": "params.yaml", "runs_dir": "runs", "reports_dir": "reports"}
+REPORTS: dict[str, Report] = {
+    "table1_unimodal": Report(
+        "iSogCLR Tables 1, 3/4, 10; Table 1 on Fashion-MNIST",
+        {**_RUNS, "studies_dir": "studies"}, reads=("runs",),
+        params=("profile", "table1", "table1_real", "table3", "references", "train.epochs", "train.epochs_by_dataset"),
+        paper=("isogclr_table1", "isogclr_table34")),
+    "temperature_vs_frequency": Report(
+        "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
+        params=("profile", "temperatures", "table1.seeds")),
+    "feature_tsne": Report(
+        "iSogCLR Figures 4-5: t-SNE of frozen features (first Table 1 seed)", _RUNS, reads=("runs",),
+        params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets")),
+    "rgcl_analysis": Report(
+        "iSogCLR Figures 2-3, computed exactly (no training)",
+        {"reports_dir": "reports", "params_path": "params.yaml"},  # rho and tau of the untuned runs
+        params=("methods.isogclr", "methods.simclr")),
+    "ablations": Report(
+        "iSogCLR Tables 8/9, Figures 7-9; SogCLR Table 8",
+        {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # Table 1's seed spread is the noise yardstick
+        params=("profile", "table1", "methods.isogclr", "methods.sogclr"),
+        paper=("isogclr_table8", "isogclr_table9", "sogclr_table8")),
+    "small_batch": Report(
+        "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
+        {"params_path": "params.yaml", "studies_dir": "studies", "reports_dir": "reports"},
+        params=("profile",), paper=("sogclr_batch",)),
+    "emc2_convergence": Report(
+        "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
+        {"params_path": "params.yaml", "runs_dir": "runs_convergence", "reports_dir": "reports"},
+        reads=("runs_convergence",), params=("profile", "emc2_convergence")),
+    "budget_ladder": Report(
+        "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
+        "and the selection on the validation split",
+        {**_RUNS, "studies_dir": "studies", "tuning_dir": "tuning"}, reads=("runs",), selection="tuning",
+        params=("profile", "table1", "table1_real", "references", "methods", "train.epochs",
+                "train.epochs_by_dataset"),
+        paper=("isogclr_table1",)),
+    "bimodal": Report(
+        "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
+        {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports",
+         "tuning_dir": "tuning"},
+        reads=("runs_bimodal", "data/synthetic_pairs.json"),  # the images of the tau-extremes figure
+        selection="bimodal_tuning",
+        params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
+        paper=("isogclr_table2", "sogclr_table4")),
+    "testbed": Report(
+        "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
+        "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, 9 seeds for Table 1, and the "
+        "runs that left for the hour",
+        {**_RUNS, "studies_dir": "studies"},
+        reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
+               "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
+               "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
+               "reports/testbed/verdicts_621e4fa.csv", "reports/testbed/verdicts_e2c3101.csv",
+               "reports/testbed/repro_stages_e2c3101.csv",
+               *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
+                                                              "budget_ladder", "bimodal"))),
+        params=("profile", "references", "table1", "table1_real", "studies")),
+}
+
+
+def _literal_name(node: ast.expr) -> str | None:
+    """The last string constant of a path expression (``Path(reports_dir) / "tables" / "x"`` -> ``"x"``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _literal_name(node.right)
+    return None
+
+
+def report_outputs(name: str, root: Path = Path(".")) -> tuple[list[str], list[str]]:
+    """``(tables, figures)`` that the report source ``notebooks/src/<name>.py`` writes, relative to ``reports/``:
+    ``tables/<stem>.md`` and ``tables/<stem>.csv`` per ``write_table(table, <path ending in "<stem>">, ...)``
+    (:func:`isogclr.analysis.tables.write_table` writes both) and ``figures/<stem>.png`` per
+    ``save_figure(fig, reports_dir, "<stem>")``, in the order of the source. The notebook is the one
+    declaration of a report's outputs; a name that is not a literal string is an error naming the line."""
+    path = Path(root) / "notebooks" / "src" / f"{name}.py"
+    tables, figures = [], []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("write_table", "save_figure")):
+            continue
+        position = 1 if node.func.id == "write_table" else 2
+        stem = _literal_name(node.args[position]) if len(node.args) > position else None
+        if stem is None:
+            raise ValueError(f"{path}:{node.lineno}: {node.func.id}(...) must name its output with a literal string "
+                             "(the pipeline reads a report's outputs from its source)")
+        if node.func.id == "write_table":
+            tables += [(node.lineno, f"tables/{stem}.md"), (node.lineno, f"tables/{stem}.csv")]
+        else:
+            figures.append((node.lineno, f"figures/{stem}.png"))
+    return ([out for _, out in sorted(tables, key=lambda p: p[0])],
+            [out for _, out in sorted(figures, key=lambda p: p[0])])

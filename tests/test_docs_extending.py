@@ -1,0 +1,68 @@
+"""docs/extending.md, performed: its files written, its insertions made and its commands run, in order, in a
+temporary copy of the repository (the smoke profile's sizes: `profile mini` runs as `profile smoke`, which
+extends it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, tracked_copy
+
+DOC = ROOT / "docs" / "extending.md"
+STEP = re.compile(r"<!-- tutorial: (?P<action>\w+)(?: (?P<arg>[^>]*?))? -->\n```\w*\n(?P<body>.*?)```", re.S)
+
+
+def steps(text: str) -> list[tuple[str, str, str]]:
+    """The tutorial's steps: (action, argument, the fenced block that follows the marker)."""
+    return [(m["action"], m["arg"] or "", m["body"]) for m in STEP.finditer(text)]
+
+
+def perform(repo: Path, action: str, arg: str, body: str, env: dict[str, str]) -> str:
+    """One step in ``repo``: write a file, insert or append a block, or run the block's commands."""
+    if action == "file":
+        (repo / arg).write_text(body)
+    elif action == "append":
+        path = repo / arg
+        path.write_text(path.read_text().rstrip("\n") + "\n" + body)
+    elif action == "insert":
+        name, _, pattern = arg.partition(" after ")
+        lines = (repo / name).read_text().splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if re.match(pattern, line))
+        (repo / name).write_text("".join([*lines[:at + 1], body, *lines[at + 1:]]))
+    elif action == "run":
+        out = []
+        for command in filter(None, (c.strip() for c in body.splitlines())):
+            command = command.replace("isogclr profile mini", "isogclr profile smoke")
+            done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            out.append(done.stdout)
+        return "".join(out)
+    else:
+        raise ValueError(f"docs/extending.md: unknown tutorial action {action!r}")
+    return ""
+
+
+def test_the_markers_cover_both_tutorials():
+    actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
+    assert ("file", "src/isogclr/losses/align_uniform.py") in actions
+    assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 4
+
+
+@pytest.mark.slow
+def test_the_tutorials_run_on_a_copy_of_the_repository(tmp_path):
+    repo = tracked_copy(tmp_path / "repo")
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": str(repo / "src")}  # the copy's code (with the new loss), not the checkout's
+    outputs = [perform(repo, *step, env) for step in steps(DOC.read_text())]
+    assert (repo / "pipelines" / "study_align_t" / "dvc.yaml").exists()
+    runs = sorted(p.name for p in (repo / "studies" / "align_t").iterdir())
+    assert runs == [f"align_uniform-{v}-s{s}" for v in ("1.0", "4.0") for s in (0, 1, 2)]
+    table = outputs[-1]
+    assert table.count("align_uniform") == 6 and "top1" in table
