@@ -94,7 +94,10 @@ def test_profile_command_writes_the_full_params(tmp_path, capsys):
     assert yaml.safe_load(text) == load_params(ROOT / "profiles" / "smoke.yaml")
     assert "extends" not in text and "!delete" not in text
     assert main(["profile", "mini", "--profiles", str(ROOT / "profiles"), "--out", str(out)]) == 0
-    assert out.read_text() == (ROOT / "profiles" / "mini.yaml").read_text()  # comments kept
+    mini = (ROOT / "profiles" / "mini.yaml").read_text()
+    assert out.read_text().endswith(mini) and out.read_text() != mini  # comments kept, under a header
+    assert out.read_text().startswith("# Written by `python -m isogclr profile mini` from profiles/mini.yaml")
+    assert (ROOT / "params.yaml").read_text() == out.read_text()  # the committed params.yaml is written, not kept
 
 
 def test_a_knob_set_beside_its_search_space_is_refused(smoke_params):

@@ -113,11 +113,14 @@ def load_params(path: Path | str = "params.yaml") -> dict[str, Any]:
 
 
 def profile_text(path: Path | str) -> str:
-    """The full profile ``path`` as params.yaml's text: the file itself when it is full (its comments kept),
-    else the overlay merged onto its base, under a header naming both."""
+    """The full profile ``path`` as params.yaml's text, under a header that names its source: the file itself
+    when it is full (its comments kept), else the overlay merged onto its base. params.yaml is always written
+    from a profile, never kept by hand beside it (``profile --check`` says where it differs)."""
     path = Path(path)
     if EXTENDS not in _read_yaml(path):
-        return read_text(path)
+        return (f"# Written by `python -m isogclr profile {path.stem}` from profiles/{path.name}, the one source "
+                "of this profile: change\n# the default there; an ablation edits this file (`dvc exp run -S ...`), "
+                "`git checkout params.yaml` undoes it.\n") + read_text(path)
     params = load_params(path)
 
     class _NoAliases(yaml.SafeDumper):
