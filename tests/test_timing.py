@@ -175,7 +175,7 @@ def test_timing_report_groups_the_stage_log_by_claim(tmp_path):
     assert rows == ["| data, the reports and the index | 2 |  | 1.0 | 0.5 |",
                     "| selection on the validation split, unimodal | 2 | 6 | 3.0 | 1.5 |",
                     "| budget ladders and the temperature-frequency ground truth | 1 | 3 | 4.0 | 2.0 |",
-                    "| side studies, one seed (Table 3 baselines, ablations, batch size, EMC2) | 1 | 3 | 1.0 | 0.5 |",
+                    "| side studies (Table 3, ablations: 1 seed; batch size, EMC2: 3) | 1 | 3 | 1.0 | 0.5 |",
                     "| total | 6 | 12 | 9.0 | 4.5 |"]
     assert "Commit abc1234, 6 of 6 stages, 2 at a time: the schedule took **7.0 min**" in text
     assert "make repro FORCE=1" in text

@@ -155,7 +155,8 @@ burn_table.round(2)
 # ## Verdicts
 #
 # Each comparison is paired by seed (95% t interval over seeds, beside the paper's effect where its tables
-# have one); with one seed per point there is no interval, and the claim is not testable at this scale.
+# have one): the studies of this report run three seeds in the mini profile (`studies.<name>.seeds`), all on
+# one machine; the minimum detectable effect says what three seeds could see.
 
 # %%
 write_verdicts(verdicts, reports_dir, "small_batch")

@@ -78,6 +78,7 @@ def convergence_seconds(table: pd.DataFrame, runs_dir: Path | str, final: bool =
                      dtype=float)
 
 
+SIDE = "side studies (Table 3, ablations: 1 seed; batch size, EMC2: 3)"
 # the claim a family of stages serves (a family: a foreach block of the pipeline, or a single stage)
 CLAIM_GROUPS = (
     ("tune", "selection on the validation split, unimodal"),
@@ -91,9 +92,9 @@ CLAIM_GROUPS = (
     ("train_bimodal", "the image-text comparison and SogCLR Table 4's second budget"),
     ("study_bimodal_epochs", "the image-text comparison and SogCLR Table 4's second budget"),
     ("train_bimodal_side", "image-text side methods, one seed"),
-    ("train_table3", "side studies, one seed (Table 3 baselines, ablations, batch size, EMC2)"),
-    ("study_", "side studies, one seed (Table 3 baselines, ablations, batch size, EMC2)"),
-    ("emc2_convergence_runs", "side studies, one seed (Table 3 baselines, ablations, batch size, EMC2)"),
+    ("train_table3", SIDE),
+    ("study_", SIDE),
+    ("emc2_convergence_runs", SIDE),
 )
 OTHER = "data, the reports and the index"
 
