@@ -84,50 +84,48 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate(args: argparse.Namespace, kind: str, spec, write) -> None:
+    """What every data command does: refuse an ``--out`` whose manifest is another command's, run ``write()``
+    (which writes the folder), then write the folder's manifest and say so."""
+    from .data.manifest import claim_manifest, manifest_path, spec_dict, write_manifest
+
+    claim_manifest(args.out, kind)
+    t0 = time.perf_counter()
+    write()
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), kind)
+    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
+          f"{time.perf_counter() - t0:.1f}s ({spec})")
+
+
 def cmd_synthetic(args: argparse.Namespace) -> int:
     from .config import synthetic_spec
-    from .data.manifest import SYNTHETIC, claim_manifest, manifest_path, spec_dict, write_manifest
+    from .data.manifest import SYNTHETIC
     from .data.synthetic import write_synthetic
 
     spec = synthetic_spec(read_params(args))
-    claim_manifest(args.out, SYNTHETIC)
-    t0 = time.perf_counter()
-    write_synthetic(spec, Path(args.out))
-    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), SYNTHETIC)
-    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
-          f"{time.perf_counter() - t0:.1f}s ({spec})")
+    _generate(args, SYNTHETIC, spec, lambda: write_synthetic(spec, Path(args.out)))
     return 0
 
 
 def cmd_fashion_mnist_mini(args: argparse.Namespace) -> int:
     from .config import fashion_mnist_mini_spec
     from .data.fashion_mnist import write_fashion_mnist_mini
-    from .data.manifest import FASHION_MNIST_MINI, claim_manifest, manifest_path, spec_dict, write_manifest
+    from .data.manifest import FASHION_MNIST_MINI
 
     params = read_params(args)
     spec = fashion_mnist_mini_spec(params)
-    claim_manifest(args.out, FASHION_MNIST_MINI)
-    t0 = time.perf_counter()
-    counts = write_fashion_mnist_mini(spec, Path((params.get("data") or {}).get("root", "data")), Path(args.out))
-    write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), FASHION_MNIST_MINI)
-    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} in {time.perf_counter() - t0:.1f}s "
-          f"({counts}, {spec})")
+    root = Path((params.get("data") or {}).get("root", "data"))
+    _generate(args, FASHION_MNIST_MINI, spec, lambda: write_fashion_mnist_mini(spec, root, Path(args.out)))
     return 0
 
 
 def cmd_synthetic_pairs(args: argparse.Namespace) -> int:
     from .config import pair_spec
-    from .data.manifest import SYNTHETIC_PAIRS, claim_manifest, manifest_path, spec_dict, write_manifest
+    from .data.manifest import SYNTHETIC_PAIRS
     from .data.synthetic_pairs import write_synthetic_pairs
 
     spec = pair_spec(read_params(args))
-    claim_manifest(args.out, SYNTHETIC_PAIRS)
-    t0 = time.perf_counter()
-    write_synthetic_pairs(spec, Path(args.out))
-    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out),
-                              SYNTHETIC_PAIRS)
-    print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
-          f"{time.perf_counter() - t0:.1f}s ({spec})")
+    _generate(args, SYNTHETIC_PAIRS, spec, lambda: write_synthetic_pairs(spec, Path(args.out)))
     return 0
 
 
