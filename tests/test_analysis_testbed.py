@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -117,3 +118,24 @@ def test_reference_runs_feed_the_table_builders(runs):
     assert list(frame.method) == ["chance", "raw_pixels", "random_init", "random_init", "supervised", "supervised"]
     assert list(frame[frame.method == "random_init"].seed) == [0, 1]
     assert no_learning_floors(frame) == {"a": 15.0}  # the mean random init (15) beats raw pixels (12)
+
+
+def test_pairing_measures_what_a_shared_seed_cancels():
+    from isogclr.analysis.testbed import pairing
+
+    rng = np.random.default_rng(0)
+    shared = rng.normal(0, 3, 8)  # what a seed's runs share (initial weights, data order, augmentation draws)
+    rows = []
+    for method, offset in (("a", 1.0), ("b", 0.0)):
+        own = rng.normal(0, 0.5, 8)
+        rows += [{"dataset": "d", "method": method, "seed": s, "top1": 50 + offset + shared[s] + own[s]}
+                 for s in range(8)]
+    rows += [{"dataset": "e", "method": m, "seed": s, "top1": rng.normal()} for m in "ab" for s in range(2)]
+    table = pairing(pd.DataFrame(rows), [("a", "b"), ("a", "missing")])
+    assert len(table) == 1  # dataset e has 2 seeds (no sd), "missing" has no runs
+    row = table.iloc[0]
+    assert row["dataset"] == "d" and row["comparison"] == "a - b" and row["seeds"] == 8
+    assert row["correlation"] > 0.9 and row["ratio"] < 0.3
+    a, b = np.array([r["top1"] for r in rows[:8]]), np.array([r["top1"] for r in rows[8:16]])
+    assert row["sd paired"] == pytest.approx(np.std(a - b, ddof=1))
+    assert row["sd unpaired"] == pytest.approx(np.sqrt(a.var(ddof=1) + b.var(ddof=1)))

@@ -95,6 +95,34 @@ def test_epoch_loader_workers_decode(folder):
     assert all(torch.equal(a[0], b[0]) for a, b in zip(batches, again, strict=True))  # seeded views
 
 
+def _views_by_index(stream, spec, epoch, world, start=0):
+    out = {}
+    for rank in range(world):
+        for views, _, index in epoch_loader(stream, spec, epoch, seed=5, rank=rank, world_size=world,
+                                            start_batch=start):
+            out.update({int(i): v for i, v in zip(index, views, strict=True)})
+    return out
+
+
+def test_a_samples_views_are_keyed_not_drawn_by_worker_rank_or_resume(folder):
+    """Each sample's two views come from (seed, epoch, index) (isogclr.data.keyed): the same pixels with 0 or 2
+    workers, on 1 or 3 processes, and in an epoch resumed at its second batch; another epoch draws others."""
+    stream = image_folder_stream(folder, simclr_transform(AugmentConfig(blur_p=0.5), 8))
+    one = _views_by_index(stream, LoaderSpec(batch_size=6, num_workers=0), 1, 1)
+    assert sorted(one) == list(range(12))
+    for spec, world, start in ((LoaderSpec(batch_size=6, num_workers=2), 1, 0),
+                               (LoaderSpec(batch_size=6, num_workers=0), 3, 0),
+                               (LoaderSpec(batch_size=6, num_workers=2), 1, 1)):
+        other = _views_by_index(stream, spec, 1, world, start)
+        assert other and all(torch.equal(other[i], one[i]) for i in other), (spec.num_workers, world, start)
+    again = _views_by_index(stream, LoaderSpec(batch_size=6, num_workers=0), 2, 1)
+    assert sum(not torch.equal(again[i], one[i]) for i in one) >= 10
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    _views_by_index(stream, LoaderSpec(batch_size=6, num_workers=0), 1, 1)
+    assert torch.equal(torch.get_rng_state(), state)  # the trainer's generator is left alone
+
+
 def test_check_distinct_rejects_repeats_and_range():
     check_distinct(torch.tensor([3, 1, 2]), 4)
     with pytest.raises(RuntimeError, match="repeated dataset index.*e.g. 2"):

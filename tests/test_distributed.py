@@ -65,3 +65,52 @@ def test_two_processes_match_one(tmp_path, case):
         assert state.keys() == single_state.keys()
         for key, value in state.items():
             torch.testing.assert_close(value, single_state[key], rtol=0, atol=0, msg=key)
+
+
+# --- BatchNorm over the global batch on CPU processes (sync_bn) ---------------------------------------------------
+
+def _bn_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                               torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4), torch.nn.BatchNorm1d(4)).double()
+
+
+def _bn_data() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(8, 3, 8, 8, generator=g, dtype=torch.float64), torch.randn(8, 4, generator=g,
+                                                                                 dtype=torch.float64)
+
+
+def _bn_worker(rank: int, init_file: str, out_dir: str) -> None:
+    from isogclr.train.distributed import sync_batchnorm
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    model = sync_batchnorm(_bn_model(), torch.device("cpu"))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    x, weights = _bn_data()
+    local = slice(rank * 8 // WORLD, (rank + 1) * 8 // WORLD)
+    out = gather_with_grad(ddp(x[local]))
+    (out * weights).sum().backward()  # the same global loss on every rank, as the trainers
+    torch.save((out.detach(), [p.grad for p in model.parameters()], [b.clone() for b in model.buffers()]),
+               os.path.join(out_dir, f"bn{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def test_global_batchnorm_on_two_cpu_processes_is_batchnorm_on_one(tmp_path):
+    """torch's SyncBatchNorm refuses CPU modules; ours gives one process's outputs, gradients and running
+    statistics (float64: to 1e-12). Per-rank BatchNorm, what DDP does without it, differs at the first step."""
+    model = _bn_model()
+    x, weights = _bn_data()
+    out = model(x)
+    (out * weights).sum().backward()
+    grads, buffers = [p.grad for p in model.parameters()], list(model.buffers())
+    mp.spawn(_bn_worker, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=WORLD, join=True)
+    for rank in range(WORLD):
+        out2, grads2, buffers2 = torch.load(tmp_path / f"bn{rank}.pt")
+        torch.testing.assert_close(out2, out.detach(), rtol=1e-12, atol=1e-12)
+        for a, b in zip(grads2, grads, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+        for a, b in zip(buffers2, buffers, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    per_rank = torch.cat([_bn_model()(x[:4]), _bn_model()(x[4:])])  # each half normalised alone
+    assert (per_rank - out).abs().max() > 1e-2

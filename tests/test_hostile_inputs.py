@@ -89,7 +89,7 @@ def test_every_command_refuses_an_unknown_key_before_it_writes(tmp_path, capsys,
 
 @pytest.mark.parametrize(("section", "message"), [
     ("train", "train: num_threads must be >= 0"),
-    ("bimodal", "num_threads must be >= 0"),
+    ("bimodal", "num_threads must be an integer >= 0"),
     ("emc2_convergence", "emc2_convergence.num_threads: must be an integer >= 0"),
 ])
 def test_a_negative_thread_count_is_refused(mini, section, message):

@@ -1,4 +1,5 @@
-"""A report's outputs are declared once, by the notebook's own write_table / save_figure calls."""
+"""A report's outputs are declared once, by the notebook's own write_table / save_figure calls; the params keys
+its notebook reads by name are covered by the params its stage declares."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from isogclr.report_registry import REPORTS, report_outputs
+from isogclr.report_registry import REPORTS, notebook_params, report_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,3 +45,22 @@ def test_every_committed_table_and_figure_belongs_to_exactly_one_report():
     committed = {p.relative_to(ROOT / "reports").as_posix() for folder in ("tables", "figures")
                  for p in (ROOT / "reports" / folder).iterdir()}
     assert committed == set(owners)  # no table or figure that no report declares
+
+
+def test_the_params_a_notebook_reads_by_name_are_found(tmp_path):
+    root = _source(tmp_path, 'a = params["table1"]["seeds"]\nb = params.get("data")\nc = table_spec(params, "table3")\n'
+                             'd = study_spec(params, "rho")\ne = bimodal_study_spec(params, "bimodal_epochs")\n'
+                             'f = other["x"]\ng = params[name]\n')
+    assert notebook_params("r", root) == {"table1.seeds", "data", "table3", "studies.rho",
+                                          "bimodal_studies.bimodal_epochs"}
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_a_reports_params_cover_what_its_notebook_reads(name):
+    """Each section a notebook reads by name is declared (the key itself, a parent, or a key below it: a whole
+    section read through ``.get`` is declared by the keys it uses); studies are declared by their ``report``."""
+    declared = REPORTS[name].params
+    missing = sorted(key for key in notebook_params(name, ROOT)
+                     if not key.startswith(("studies.", "bimodal_studies."))
+                     and not any(key == p or key.startswith(p + ".") or p.startswith(key + ".") for p in declared))
+    assert not missing, f"report {name}: its notebook reads {missing}, which its params {declared} do not cover"

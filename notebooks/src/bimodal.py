@@ -21,7 +21,8 @@
 # **Our setting** (the profile in `params.yaml`, section `bimodal`): the central comparison (CLIP, SogCLR,
 # iSogCLR) at 3 seeds, paired by seed, each at the knobs selected with the same budget on held-out training
 # pairs (`bimodal_tuning`, table below); CyCLIP, CLIP with individual temperatures and CLIP with a large tau
-# at one seed (side methods: their claims are not testable here). Generated image-caption pairs
+# at the same 3 seeds (`side_seeds`), and SogCLR Table 4's second budget (8 epochs) too, so every comparison is
+# paired by seed (a seed's runs share the initial weights, the pair order and the crops, keyed by pair). Generated image-caption pairs
 # whose semantic clusters have a Zipf frequency profile (`python -m isogclr synthetic-pairs`), a
 # small ResNet and a small DistilBERT trained from scratch. Our evaluation sets stand in for the
 # paper's **by role only**: `retrieval_a` (images drawn from the training cluster distribution)
@@ -64,10 +65,11 @@ from isogclr.data.manifest import ensure_tracked
 params = load_params(params_path)
 spec = bimodal_settings(params)  # the typed bimodal section (epochs, batch size, data folder)
 profile = profile_name(params)
-plan = bimodal_runs(params)  # method -> its seeds (the central methods at bimodal.seeds, the side ones at one)
+plan = bimodal_runs(params)  # method -> its seeds (the central methods at bimodal.seeds, the side ones at side_seeds)
 methods, paper_rows = list(plan), bimodal_paper_rows(params)
 seeds = list(plan[methods[0]])  # the central comparison's seeds (bimodal.methods come first)
-side = [m for m in methods if list(plan[m]) != seeds]
+side = [m for m in methods if m in (params["bimodal"].get("side_methods") or [])]
+other_seeds = [m for m in side if list(plan[m]) != seeds]  # side methods at other seeds than the central ones
 
 
 def each_method(load, names: list[str]) -> pd.DataFrame:
@@ -83,7 +85,8 @@ floors = no_learning_floors(references)
 paper = paper_numbers("isogclr_table2")
 tables = Path(reports_dir) / "tables"
 setting = (f"profile `{profile}`: {spec.epochs} epochs, batch {spec.batch_size}, "
-           f"mean ± std over seeds {seeds}" + (f" ({', '.join(side)}: seed {list(plan[side[0]])})" if side else "")
+           f"mean ± std over seeds {seeds}"
+           + (f" ({', '.join(other_seeds)}: seeds {list(plan[other_seeds[0]])})" if other_seeds else "")
            + "; paper: CC3M, 30 epochs, batch 512, 3 seeds")
 
 # %% [markdown]

@@ -29,11 +29,13 @@ verdicts_seven_seeds = "reports/testbed/verdicts_022cafd.csv"
 verdicts_nine_seeds = "reports/testbed/verdicts_621e4fa.csv"
 pilot_verdicts = "reports/testbed/verdicts_e2c3101.csv"  # every report's verdicts at e2c3101: the pilot's spreads
 pilot_stages = "reports/testbed/repro_stages_e2c3101.csv"  # that repro's stage times and runs
+verdicts_last = "reports/testbed/verdicts_ec849f6.csv"  # every report's verdicts before keyed draws and the allocation
 schedule_minutes = 54  # the hour with a margin
 slots = 2  # stages run two at a time
 table1_mde_cap = 3.5  # Table 1's median MDE over its generated-set comparisons may not exceed this (points)
 
 # %%
+import json
 from pathlib import Path
 
 from isogclr.analysis.report import setup_report
@@ -49,13 +51,14 @@ from isogclr.analysis.testbed import (
     before_after,
     method_scores,
     moved,
+    pairing,
     read_verdicts,
     reference_rows,
     status_counts,
     thresholds,
 )
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, table_spec
+from isogclr.config import load_params, run_id, table_spec
 
 params = load_params(params_path)
 spec = table_spec(params, "references")  # None: a profile without reference rows (its tables say so)
@@ -260,6 +263,56 @@ display(Markdown(
                                  f": it does not fit, so the table below is for the smallest schedule that pays it, "
                                  f"**{schedule} minutes**, at e2c3101's stage times.")))
 allocation.round(2)
+
+# %% [markdown]
+# ## This repro against the last: keyed draws, seeds by power, another machine
+#
+# ec849f6's committed verdicts against this repro's, every report. Three things changed at once, so a verdict
+# that moved cannot be put down to one of them:
+#
+# - **every run**: each augmentation draw is keyed by (seed, epoch, sample index, view) (`isogclr.data.keyed`)
+#   instead of coming from one running generator, so a sample's views no longer depend on the process, the
+#   loader workers or where a run resumed (and the image-text text encoder's dropout is 0);
+# - **the seeds** follow the allocation above: Table 1 at 7 instead of 9, the ablations, the image-text side
+#   methods and SogCLR Table 4's second budget at 3 instead of 1; iSogCLR's image-text search moved to rho 1.6
+#   and 2.1, where its temperatures leave their lower bound;
+# - **the machine**: ec849f6's runs were made on another machine type (`reports/timing.md` and the change's
+#   note name this repro's). At the mini profile's rates a difference of one rounding grows ~10x per step
+#   (`docs/scale.md`), so a run on another machine type is another draw of the training noise, not the same run.
+
+# %%
+every_report = ("table1_unimodal", "temperature_vs_frequency", "budget_ladder", "bimodal", "ablations",
+                "small_batch", "emc2_convergence", "feature_tsne", "rgcl_analysis")
+last, now = pd.read_csv(verdicts_last), read_verdicts(reports_dir, every_report)
+display(pd.DataFrame({"ec849f6": status_counts(last), "this repro": status_counts(now)}).fillna(0).astype(int))
+display(Markdown(f"Claims resting on one seed: {int(last['n_seeds'].eq(1).sum())} at ec849f6, "
+                 f"**{int(now['n_seeds'].eq(1).sum())}** in this repro."))
+write_table(moved(last, now).round(3), Path(reports_dir) / "tables" / "testbed_verdicts_last_repro",
+            "Every verdict whose status changed or whose effect moved from ec849f6 (committed; another machine type, "
+            "draws from a running generator, Table 1 at 9 seeds, side studies at 1) to this repro (keyed draws, the "
+            "allocation's seeds)")
+
+# %% [markdown]
+# ### What pairing by seed buys
+#
+# The runs of one seed share the initial weights (the seed is set before the model is built, and no loss draws
+# from the generator when it is built), the data order (a generator seeded by seed and epoch) and every
+# augmentation draw (keyed, so shared whatever else a run draws). A paired difference cancels what they share.
+# Below, for Table 1's comparisons: the correlation of the two methods' scores over the seeds, the sd of the
+# paired differences and the sd an unpaired design would have (sqrt of the sum of the two variances).
+
+# %%
+table1_runs = pd.DataFrame([{"dataset": d, "method": m, "seed": s,
+                             "top1": json.loads((Path(runs_dir) / run_id(m, d, s) / "metrics.json").read_text())["top1"]}
+                            for d in params["table1"]["datasets"] for m in params["table1"]["methods"]
+                            for s in params["table1"]["seeds"]])
+pairs = [("sogclr", "simclr"), ("isogclr", "simclr"), ("isogclr", "sogclr")]
+paired = pairing(table1_runs, pairs)
+write_table(paired.round(3), Path(reports_dir) / "tables" / "testbed_pairing",
+            "Table 1's comparisons: correlation of the two methods' top-1 over the seeds, sd of the paired "
+            "differences, sd of an unpaired design and their ratio (points)")
+display(Markdown(f"Median ratio of the paired to the unpaired sd: **{paired['ratio'].median():.2f}** (median "
+                 f"correlation {paired['correlation'].median():.2f}) over {len(paired)} comparisons."))
 
 # %%
 write_verdicts([], reports_dir, "testbed")  # this report checks the testbed; the claims are the other reports'

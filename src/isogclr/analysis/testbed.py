@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REFERENCE_ROWS = ("chance", "raw pixels", "random init", "supervised")
@@ -154,6 +155,31 @@ def method_scores(params: dict, method: str, datasets: Iterable[str], runs_dir: 
             scores = [_read(path / "metrics.json")["top1"] for path in paths]
             rows.append({"dataset": dataset, "top1": sum(scores) / len(scores), "runs": source})
     return pd.DataFrame(rows, columns=["dataset", "top1", "runs"]).set_index("dataset")
+
+
+def pairing(scores: pd.DataFrame, pairs: Iterable[tuple[str, str]]) -> pd.DataFrame:
+    """What pairing by seed buys each comparison of ``pairs`` (a, b) of ``scores`` (columns method, seed, top1 and
+    any grouping columns, e.g. dataset, one row per run): over the seeds both ran, the Pearson correlation of the
+    two methods' scores, the sd of the paired differences a - b, the sd an unpaired design would have
+    (sqrt(var a + var b)) and their ratio (below 1: the shared initial weights, data order and augmentation draws
+    of a seed cancel in the difference)."""
+    groups = [c for c in scores.columns if c not in ("method", "seed", "top1")]
+    rows = []
+    for key, frame in scores.groupby(groups, sort=False) if groups else [((), scores)]:
+        wide = frame.pivot_table(index="seed", columns="method", values="top1")
+        for a, b in pairs:
+            if a not in wide or b not in wide:
+                continue
+            both = wide[[a, b]].dropna()
+            if len(both) < 3:
+                continue
+            unpaired = float(np.sqrt(both[a].var() + both[b].var()))
+            paired = float((both[a] - both[b]).std())
+            rows.append({**dict(zip(groups, key if isinstance(key, tuple) else (key,), strict=True)),
+                         "comparison": f"{a} - {b}", "seeds": len(both),
+                         "correlation": float(np.corrcoef(both[a], both[b])[0, 1]), "sd paired": paired,
+                         "sd unpaired": unpaired, "ratio": paired / unpaired if unpaired > 0 else float("nan")})
+    return pd.DataFrame(rows)
 
 
 def reference_runs(runs_dir: Path | str, datasets: Iterable[str], seeds: Iterable[int],

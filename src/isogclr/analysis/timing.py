@@ -78,7 +78,7 @@ def convergence_seconds(table: pd.DataFrame, runs_dir: Path | str, final: bool =
                      dtype=float)
 
 
-SIDE = "side studies (Table 3, ablations: 1 seed; batch size, EMC2: 3)"
+SIDE = "side studies (Table 3, ablations, batch size, EMC2)"
 # the claim a family of stages serves (a family: a foreach block of the pipeline, or a single stage)
 CLAIM_GROUPS = (
     ("tune", "selection on the validation split, unimodal"),
@@ -91,7 +91,7 @@ CLAIM_GROUPS = (
     ("train_real", "Table 1 on Fashion-MNIST"),
     ("train_bimodal", "the image-text comparison and SogCLR Table 4's second budget"),
     ("study_bimodal_epochs", "the image-text comparison and SogCLR Table 4's second budget"),
-    ("train_bimodal_side", "image-text side methods, one seed"),
+    ("train_bimodal_side", "image-text side methods"),
     ("train_table3", SIDE),
     ("study_", SIDE),
     ("emc2_convergence_runs", SIDE),

@@ -44,6 +44,8 @@ class BimodalTrainConfig:
     precision: str = "bf16"  # autocast on GPU only
     num_threads: int = 0  # torch CPU threads; 0 = torch's default
     state_device: str = "model"  # the per-pair state (s, u, tau): on the model's device, or "cpu" (train.state_offload)
+    checkpoint_every: int = 0  # steps between checkpoints; 0 = at the end of every epoch only
+    sync_bn: bool = False  # the image encoder's BatchNorm over the global batch under torchrun (SyncBatchNorm)
 
     def __post_init__(self) -> None:
         for key in ("image_size", "epochs", "batch_size", "proj_dim", "eval_batch_size"):
@@ -57,8 +59,10 @@ class BimodalTrainConfig:
                              f"weight_decay={self.weight_decay}, final_lr={self.final_lr}")
         if self.tau_lr is not None and not self.tau_lr > 0:
             raise ValueError(f"tau_lr must be > 0 (or null: the model's lr), got {self.tau_lr!r}")
-        if self.warmup_iters < 0 or self.eval_every < 0 or self.num_threads < 0:
-            raise ValueError("warmup_iters, eval_every and num_threads must be >= 0")
+        for key in ("warmup_iters", "eval_every", "num_threads", "checkpoint_every"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key} must be an integer >= 0, got {value!r}")
         if not 0 < self.crop_scale_min <= 1 or not 0 <= self.flip_p <= 1:
             raise ValueError(f"need crop_scale_min in (0, 1] and flip_p in [0, 1], got {self.crop_scale_min}, "
                              f"{self.flip_p}")
@@ -66,6 +70,8 @@ class BimodalTrainConfig:
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.state_device not in ("model", "cpu"):
             raise ValueError(f"state_device must be model or cpu, got {self.state_device!r}")
+        if not isinstance(self.sync_bn, bool):
+            raise ValueError(f"sync_bn must be true or false, got {self.sync_bn!r}")
         if self.precision not in ("fp32", "bf16"):
             raise ValueError(f"precision must be fp32 or bf16, got {self.precision!r}")
 

@@ -34,6 +34,7 @@ from torchvision.transforms import v2
 
 from ..io import read_json, read_lines
 from .augment import MEAN, STD, AugmentConfig
+from .keyed import sample_rng
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
 
@@ -49,7 +50,7 @@ class PILGaussianBlur:
 
     def __call__(self, image: Image.Image) -> Image.Image:
         low, high = self.sigma
-        radius = low + (high - low) * float(torch.rand(()))  # torch's generator: seeded per DataLoader worker
+        radius = low + (high - low) * float(torch.rand(()))  # torch's generator: seeded per sample (KeyedEpoch)
         return image.filter(ImageFilter.GaussianBlur(radius=radius))
 
 
@@ -310,6 +311,21 @@ def collate_views(batch: list[tuple]) -> tuple:
     return torch.stack(images), second, torch.as_tensor(index, dtype=torch.int64)
 
 
+class KeyedEpoch(Dataset):
+    """``dataset[i]`` of one epoch, built with torch's generator seeded from ``(seed, epoch, i)``
+    (:func:`isogclr.data.keyed.sample_rng`): a sample's random views are a function of its key only."""
+
+    def __init__(self, dataset: Dataset, seed: int, epoch: int) -> None:
+        self.dataset, self.seed, self.epoch = dataset, seed, epoch
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, i: int) -> tuple:
+        with sample_rng(self.seed, self.epoch, i):
+            return self.dataset[i]
+
+
 def epoch_loader(dataset: Dataset, spec: LoaderSpec, epoch: int, seed: int, rank: int = 0,
                  world_size: int = 1, start_batch: int = 0) -> DataLoader:
     """This process's batches of one epoch: ``len(dataset) // batch_size`` local batches of
@@ -319,8 +335,9 @@ def epoch_loader(dataset: Dataset, spec: LoaderSpec, epoch: int, seed: int, rank
     ``set_epoch(epoch)``, the permutation's tail dropped) gives each rank a disjoint share of one permutation, so
     within an epoch every index is seen at most once across all processes, and exactly once except for the
     ``n mod batch_size`` samples of the permutation's tail (different ones every epoch). ``start_batch`` skips
-    the first batches without decoding them (a run resumed mid-epoch). The workers' random augmentations are
-    seeded from ``(seed, epoch, rank, start_batch)``: a run is reproducible for a given ``num_workers``.
+    the first batches without decoding them (a run resumed mid-epoch). Each sample's augmentation is drawn
+    with torch's generator seeded from ``(seed, epoch, index)`` (:class:`KeyedEpoch`), so it does not depend on
+    ``num_workers``, ``world_size`` or ``start_batch``.
     """
     if spec.batch_size % world_size:
         raise ValueError(f"train.batch_size={spec.batch_size} is not divisible by the {world_size} processes")
@@ -330,9 +347,10 @@ def epoch_loader(dataset: Dataset, spec: LoaderSpec, epoch: int, seed: int, rank
     sampler.set_epoch(epoch)
     local = spec.batch_size // world_size
     order = list(sampler)[start_batch * local:]
-    generator = torch.Generator().manual_seed(((seed * 100_003 + epoch) * 1_000 + rank) * 1_000_003 + start_batch)
+    # the workers' base seed (which no draw uses), given so the loader leaves the trainer's generator alone
+    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
     workers = spec.num_workers
-    return DataLoader(dataset, batch_size=local, sampler=order, drop_last=True,
+    return DataLoader(KeyedEpoch(dataset, seed, epoch), batch_size=local, sampler=order, drop_last=True,
                       num_workers=workers, collate_fn=collate_views, pin_memory=spec.pin_memory,
                       prefetch_factor=spec.prefetch_factor if workers else None, generator=generator,
                       persistent_workers=False)

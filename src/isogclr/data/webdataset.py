@@ -47,6 +47,7 @@ from PIL import Image
 
 from ..io import read_json
 from .captions import CaptionBuilder, CaptionData
+from .keyed import sample_rng
 from .streaming import Transform
 
 IMAGE_KEYS = "jpg;jpeg;png;webp"
@@ -138,7 +139,8 @@ def _caption(sample: dict) -> str:
     return caption
 
 
-def _decode_pair(transform: Transform, sample: dict) -> tuple[torch.Tensor, str, int]:
+def _decode_pair(transform: Transform, seed: int, epoch: int, sample: dict) -> tuple[torch.Tensor, str, int]:
+    """A sample decoded and augmented, its draws keyed by ``(seed, epoch, index)`` (:mod:`isogclr.data.keyed`)."""
     caption = _caption(sample)
     try:
         with Image.open(io.BytesIO(_image_bytes(sample))) as img:
@@ -146,7 +148,9 @@ def _decode_pair(transform: Transform, sample: dict) -> tuple[torch.Tensor, str,
     except (OSError, SyntaxError, Image.DecompressionBombError) as err:
         raise ValueError(f"{_where(sample)}: cannot decode the image ({type(err).__name__}: {err}): replace "
                          "the sample, or rewrite the shard") from None
-    return transform(image), caption, _sample_index(sample)
+    index = _sample_index(sample)
+    with sample_rng(seed, epoch, index):
+        return transform(image), caption, index
 def worker_skips(counts: Sequence[int], taken: int) -> list[int]:
     """Samples each DataLoader worker (``counts[k]`` samples in all) has yielded when the main process has received
     ``taken``: the loader takes one from each worker in turn, skipping exhausted workers."""
@@ -188,7 +192,8 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
 
     Shards are split by rank (:func:`rank_shards`) and by DataLoader worker; within a worker samples are
     shuffled in a buffer of ``shuffle_buffer`` (seeded by ``(seed, epoch, rank, worker)``: reproducible).
-    ``skip``: per worker, samples dropped before decoding (a resumed epoch, :func:`worker_skips`). Wrap in
+    ``skip``: per worker, samples dropped before decoding (a resumed epoch, :func:`worker_skips`). Each sample's
+    crop and flip are keyed by ``(seed, epoch, index)``, whatever worker decodes it. Wrap in
     :func:`shard_loader` for batches.
     """
     mine = rank_shards([str(s) for s in shards], epoch, seed, rank, world_size)
@@ -202,7 +207,7 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
         dataset = dataset.compose(partial(_seeded_shuffle, shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
     if any(skip):
         dataset = dataset.compose(partial(_skip_per_worker, list(skip)))
-    return dataset.map(partial(_decode_pair, transform))
+    return dataset.map(partial(_decode_pair, transform, seed, epoch))
 
 
 def _stack(samples: list[tuple[torch.Tensor, str, int]]) -> tuple[torch.Tensor, list[str], torch.Tensor]:
@@ -233,7 +238,9 @@ def shard_loader(shards: Sequence[Path | str], transform: Transform, batch_size:
         counts = [sum(sizes[Path(s).name] for s in mine[k::workers]) for k in range(workers)]
         skip = worker_skips(counts, start_batch * local)
     dataset = shard_pairs(names, transform, epoch, seed, rank, world_size, shuffle_buffer, skip)
-    loader = wds.WebLoader(dataset, batch_size=None, num_workers=num_workers)
+    # the workers' base seed (which no draw uses), given so the loader leaves the trainer's generator alone
+    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    loader = wds.WebLoader(dataset, batch_size=None, num_workers=num_workers, generator=generator)
     return _batches(iter(loader), local, max(steps - start_batch, 0), names)
 
 

@@ -35,6 +35,14 @@ class TextEncoderConfig:
     n_heads: int = 4
     hidden_dim: int = 256
     max_length: int = 32
+    # DistilBERT's dropout and attention dropout (its default and the papers' value: 0.1). Dropout masks are drawn
+    # from each process's generator, not keyed by sample (isogclr.data.keyed): with dropout > 0, runs on 1 and W
+    # processes draw different masks. The mini profile sets 0, so its numbers do not depend on the process count.
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, int | float) or not 0 <= self.dropout < 1:
+            raise ValueError(f"text_encoder.dropout must be a number in [0, 1), got {self.dropout!r}")
 
 
 def train_wordpiece(captions: Iterable[str], vocab_size: int, max_length: int) -> PreTrainedTokenizerFast:
@@ -75,14 +83,16 @@ class TextEncoder(nn.Module):
 
         if cfg.pretrained:
             try:
-                self.bert = DistilBertModel.from_pretrained(cfg.pretrained)
+                self.bert = DistilBertModel.from_pretrained(cfg.pretrained, dropout=cfg.dropout,
+                                                            attention_dropout=cfg.dropout)
             except OSError as err:
                 raise missing_weights("model.text_encoder", cfg.pretrained, ("model.safetensors", "config.json"),
                                       "text_encoder.pretrained") from err
         else:
             self.bert = DistilBertModel(DistilBertConfig(
                 vocab_size=vocab_size or cfg.vocab_size, dim=cfg.dim, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                hidden_dim=cfg.hidden_dim, max_position_embeddings=max(cfg.max_length, 32)))
+                hidden_dim=cfg.hidden_dim, max_position_embeddings=max(cfg.max_length, 32), dropout=cfg.dropout,
+                attention_dropout=cfg.dropout))
         self.num_features = self.bert.config.dim
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

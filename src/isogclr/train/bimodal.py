@@ -1,11 +1,11 @@
-"""One image-text (bimodal) training run and its zero-shot evaluation; resumable at every epoch.
+"""One image-text (bimodal) training run and its zero-shot evaluation; resumable mid-epoch.
 
 The iSogCLR paper's bimodal setting (section 6.2) at any scale: an image encoder (timm ResNet) and a
 text encoder (DistilBERT), each with a linear projection to ``proj_dim``, features L2-normalised;
 AdamW (weight decay on weight matrices only; biases, norms and learned temperatures without), the
 rate warmed up linearly over ``warmup_iters`` iterations then cosine-decayed to ``final_lr``; a
 light augmentation of the images (random resized crop + horizontal flip, drawn per image on
-batched tensors); the loss of ``methods.<name>`` (``clip``, ``cyclip``, ``sogclr_bimodal``,
+batched tensors from the pair's key (seed, epoch, index), :mod:`isogclr.data.keyed`); the loss of ``methods.<name>`` (``clip``, ``cyclip``, ``sogclr_bimodal``,
 ``isogclr_bimodal``, ``clip_individual_tau``), called as ``loss_fn(I, T, index)`` with the pairs'
 dataset indices for the per-pair state.
 
@@ -28,8 +28,9 @@ A run writes into ``out_dir``:
 * ``local/model.pt``: the model's state_dict, for the user's own use (never tracked, ``.gitignore``).
 
 ``ckpt_dir/checkpoint.pt`` (model, optimizer, loss state, RNG states, step, log) is rewritten
-atomically at the end of every epoch and removed once the outputs are written; a restarted run
-continues from it with the same result as an uninterrupted one. On CUDA the forward runs under
+atomically at the end of every epoch and every ``bimodal.checkpoint_every`` steps, and removed once the outputs
+are written; a restarted run continues from it (streamed shards: from its batch, skipping the samples before it
+undecoded) with the same result as an uninterrupted one. On CUDA the forward runs under
 bf16 autocast (``precision: bf16``); the losses compute in float32 (``full_precision``).
 """
 
@@ -43,7 +44,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
 from ..config import BimodalRunConfig
-from ..data.augment import crop_flip_augmentation
+from ..data import keyed
+from ..data.augment import CROP_FLIP_DRAWS, crop_flip_augmentation
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
 from ..data.splits import holdout_pairs
 from ..data.streaming import check_distinct, pair_transform
@@ -198,6 +200,8 @@ class _BimodalTask:
             self.std = torch.tensor(std, device=device).view(1, 3, 1, 1)
         torch.manual_seed(cfg.seed)  # the same initial model on every rank
         self.model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
+        if t.sync_bn and ctx.world_size > 1:  # else each process normalises its own share of the batch
+            self.model = distributed.sync_batchnorm(self.model, device)
         self.loss_fn = build_loss(cfg, self.n, device)
         self.optimizer = adamw_with_loss_params(self.model, self.loss_fn, t.lr, t.weight_decay, t.tau_lr)
         self.scaler = torch.amp.GradScaler(device.type, enabled=False)  # bf16 autocast needs no scaling
@@ -205,10 +209,11 @@ class _BimodalTask:
                                               *image_normalization(cfg.image_encoder)).to(device)
         self.use_amp = device.type == "cuda" and t.precision == "bf16"
         self.encoders = DistributedDataParallel(_Encoders(self.model)) if ctx.world_size > 1 else None
-        if ctx.rank:
-            torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
+        if ctx.rank:  # the text encoder's dropout masks (text_encoder.dropout): per-rank streams
+            torch.manual_seed(cfg.seed * 1000 + ctx.rank)
 
     def begin_epoch(self, epoch: int, start: int) -> None:
+        self.epoch = epoch
         if self.pairs is not None:
             self.batches = self.pairs.epoch(epoch, start, self.ctx.rank, self.ctx.world_size)
             return
@@ -220,7 +225,8 @@ class _BimodalTask:
             index = index[self.ctx.rank * self.local:(self.ctx.rank + 1) * self.local]  # this rank's share
             train = self.data.train
             x = train.images[train.image_index[index]]  # each caption's image
-            x = self.augment(x.to(self.device, non_blocking=True).float() / 255.0)
+            draws = keyed.uniforms(self.cfg.seed, self.epoch, index, 0, CROP_FLIP_DRAWS)  # by (seed, epoch, pair)
+            x = self.augment(x.to(self.device, non_blocking=True).float() / 255.0, draws)
             ids, mask = trim(self.input_ids[index], self.attention_mask[index])
         else:  # decoded, cropped and flipped in the workers; captions tokenised per batch
             images, captions, index = next(self.batches)
@@ -247,7 +253,7 @@ class _BimodalTask:
 
     def state_dict(self) -> dict:
         """The RNG states (called on every rank: under torchrun each rank's generator is gathered, so a resumed
-        run draws the augmentations an uninterrupted one would)."""
+        run draws the dropout masks an uninterrupted one would; augmentations are keyed by pair)."""
         state = {"rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state() if self.device.type == "cuda" else None}
         if self.ctx.world_size > 1:
@@ -306,6 +312,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untr
         baseline.update({f"chance_{k}": v for k, v in task.evaluator.chance().items()})
     log_rows = fit(task, total_steps=task.steps_per_epoch * t.epochs, warmup_steps=t.warmup_iters,
                    final_lr_fraction=t.final_lr / t.lr, ckpt_path=ckpt_dir / "checkpoint.pt",
+                   checkpoint_every=t.checkpoint_every,
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
                    barrier=distributed.barrier, is_main=ctx.is_main,
                    on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir),

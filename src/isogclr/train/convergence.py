@@ -8,7 +8,7 @@ study's runs and writes their curves; the report ``emc2_convergence`` only reads
 
 **The finite problem.** Take the first ``num_images`` images of a dataset (EMC2: the first 500
 of STL-10) and pre-compute ``num_augmentations`` = A fixed augmented views of each, once, from a
-seeded generator (EMC2: A = 2). The positive pairs are two distinct views of one image, the
+keyed generator (EMC2: A = 2). The positive pairs are two distinct views of one image, the
 negatives of an anchor are all views of every other image. On this finite set the global
 contrastive objective and its gradient can be computed exactly by full passes:
 
@@ -40,7 +40,7 @@ train mode; F and its gradient are evaluated in eval mode (running statistics), 
 deterministic function of the weights. The weight decay is not part of F.
 
 **Infinite augmentation** (Figure 3's reference): EMC2 in its default mode, two fresh SimCLR views of
-each batch image at every step (seeded per step, so the run is reproducible) and one Markov chain per
+each batch image at every step (keyed by (seed, step, image, view), so the run is reproducible) and one Markov chain per
 image. Its F is evaluated on the same fixed A-view problem as the others; in the tables its
 ``num_augmentations`` is 0 (:data:`FRESH_VIEWS`).
 
@@ -68,7 +68,8 @@ from .. import timing
 from ..config import CONVERGENCE_METHODS as METHODS
 from ..config import ConvergenceConfig, convergence_config, convergence_study
 from ..data import load_dataset
-from ..data.augment import AugmentConfig, simclr_augmentation, to_float
+from ..data import keyed
+from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features
@@ -107,16 +108,14 @@ class _Projection(nn.Module):
 
 def precompute_views(images: torch.Tensor, num_augmentations: int, augment: AugmentConfig,
                      seed: int) -> torch.Tensor:
-    """(n, A, 3, H, W) float views: A SimCLR augmentations of each uint8 image, drawn once from ``seed``.
-
-    kornia draws from torch's global generator; it is forked, so the caller's random state is untouched.
-    """
+    """(n, A, 3, H, W) float views: A SimCLR augmentations of each uint8 image, drawn once: view ``a`` of image
+    ``i`` from the key ``(seed, epoch 0, i, a)`` (:mod:`isogclr.data.keyed`), so the first A views of a larger A
+    are the views of A."""
     transform = simclr_augmentation(augment, images.shape[-1])
-    x = to_float(images)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        with torch.no_grad():
-            views = torch.stack([transform(x) for _ in range(num_augmentations)], dim=1)
+    x, index = to_float(images), range(len(images))
+    with torch.no_grad():
+        views = torch.stack([transform(x, keyed.uniforms(seed, 0, index, a, SIMCLR_DRAWS))
+                             for a in range(num_augmentations)], dim=1)
     return views.contiguous()
 
 
@@ -145,12 +144,13 @@ def _view_pairs(generator: torch.Generator, count: int, num_augmentations: int) 
     return torch.minimum(first, second), torch.maximum(first, second)
 
 
-def _fresh_pair(transform: nn.Module, images: torch.Tensor, seed: int, step: int) -> torch.Tensor:
-    """Two new views of each image, (2B, 3, H, W), drawn from a generator seeded by (seed, step)."""
+def _fresh_pair(transform: nn.Module, images: torch.Tensor, index: torch.Tensor, seed: int,
+                step: int) -> torch.Tensor:
+    """Two new views of each image, (2B, 3, H, W): view ``v`` of image ``i`` at step ``s`` from the key
+    ``(seed, s + 1, i, v)`` (:mod:`isogclr.data.keyed`; 0 is the pre-computed views' epoch)."""
     x = to_float(images)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(seed * 1_000_003 + 7 * step + 1)
-        return torch.cat([transform(x), transform(x)])
+    with torch.no_grad():
+        return torch.cat([transform(x, keyed.uniforms(seed, step + 1, index, v, SIMCLR_DRAWS)) for v in (0, 1)])
 
 
 class _ConvergenceTask:
@@ -208,7 +208,7 @@ class _ConvergenceTask:
             self.view_ids.append((index.clone(), aug1.clone(), aug2.clone()))
         if self.transform is not None:
             step = self.epoch * self.steps_per_epoch + b
-            x = _fresh_pair(self.transform, self.fresh_from[index], self.cfg.seed, step)
+            x = _fresh_pair(self.transform, self.fresh_from[index], index, self.cfg.seed, step)
         else:
             x = torch.cat([self.views[index, aug1], self.views[index, aug2]])
         _, proj = self.model(x)

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
+from torch import nn
 
 
 def resolve_device(name: str) -> torch.device:
@@ -105,3 +106,62 @@ def broadcast_object(obj: Any) -> Any:
     box = [obj]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+class GlobalBatchNorm(nn.modules.batchnorm._BatchNorm):
+    r"""BatchNorm whose training statistics are the global batch's, across the processes, on any device.
+
+    In training under a process group of W > 1 processes: :math:`\mu = \sum_r \sum_i x_{ri} / N` and
+    :math:`\sigma^2 = \sum_r \sum_i (x_{ri} - \mu)^2 / N` over the N values of every process (two
+    ``all_reduce``\ s with autograd, so the gradient flows through the statistics as in one process); the running
+    statistics take the unbiased variance, as ``nn.BatchNorm``. Otherwise (evaluation, one process) it is
+    ``nn.BatchNorm``. torch's ``SyncBatchNorm`` does the same on GPUs only (it refuses CPU tensors, and DDP refuses
+    it in a CPU module); :func:`sync_batchnorm` uses it there.
+    """
+
+    def _check_input_dim(self, x: torch.Tensor) -> None:
+        if x.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {x.dim()}D input)")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not (self.training and is_distributed()):
+            return super().forward(x)
+        self._check_input_dim(x)
+        dims = [0, *range(2, x.dim())]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        count = torch.tensor([x.numel() // x.shape[1]], dtype=x.dtype, device=x.device)
+        total = dist_fn.all_reduce(torch.cat([x.sum(dims), count]))
+        n = total[-1]
+        mean = total[:-1] / n
+        var = dist_fn.all_reduce(((x - mean.view(shape)) ** 2).sum(dims)) / n
+        if self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)
+                factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+                self.running_mean.mul_(1 - factor).add_(mean.detach(), alpha=factor)
+                self.running_var.mul_(1 - factor).add_(var.detach() * (n / (n - 1)), alpha=factor)
+        y = (x - mean.view(shape)) * torch.rsqrt(var + self.eps).view(shape)
+        return y * self.weight.view(shape) + self.bias.view(shape) if self.affine else y
+
+
+def sync_batchnorm(model: nn.Module, device: torch.device) -> nn.Module:
+    """``model`` with every BatchNorm computing its statistics over the global batch (``sync_bn``): torch's
+    ``SyncBatchNorm`` on GPUs, :class:`GlobalBatchNorm` on CPUs. Weights, biases, running statistics and their
+    floating-point type are kept."""
+    if device.type == "cuda":
+        return nn.SyncBatchNorm.convert_sync_batchnorm(model)
+
+    def convert(module: nn.Module) -> nn.Module:
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and not isinstance(module, GlobalBatchNorm):
+            floats = [t for t in module.state_dict().values() if t.is_floating_point()]
+            like = floats[0] if floats else torch.empty(0, device=device)  # its device and floating-point type
+            new = GlobalBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                  module.track_running_stats).to(device=like.device, dtype=like.dtype)
+            new.load_state_dict(module.state_dict())
+            new.train(module.training)
+            return new
+        for name, child in module.named_children():
+            module.add_module(name, convert(child))
+        return module
+
+    return convert(model)

@@ -41,7 +41,8 @@ from torch.nn.parallel import DistributedDataParallel
 from .. import timing
 from ..config import RunConfig
 from ..data import ImageData, IndexedImageDataset, load_dataset
-from ..data.augment import simclr_augmentation, to_float
+from ..data import keyed
+from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
 from ..data.splits import validation_split
 from ..data.streaming import (
     LoaderSpec,
@@ -99,7 +100,7 @@ class UnimodalTask:
         head = dataclasses.replace(cfg.head, out_dim=out_dim)
         model = ContrastiveModel(cfg.encoder, head).to(device, memory_format=self.memory_format)
         if cfg.train.sync_bn and ctx.world_size > 1:
-            model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+            model = distributed.sync_batchnorm(model, device)
         self.model = model
         self.normalize = self.loss_fn.expects_normalized
         self.optimizer = build_optimizer(model, cfg.optimizer, self.batch_size)
@@ -115,14 +116,13 @@ class UnimodalTask:
         else:
             self.loader_spec = LoaderSpec(self.batch_size, cfg.stream.num_workers, cfg.stream.prefetch_factor,
                                           cfg.stream.pin_memory and device.type == "cuda")
-        if ctx.rank:
-            torch.manual_seed(cfg.seed * 1000 + ctx.rank)  # other augmentations on other ranks
         self.metrics: dict = {}
         if random_init_baseline and ctx.is_main:
             self.metrics["random_init_top1"] = evaluate_encoder(model, train_eval, test_data, cfg, device)["top1"]
 
     def begin_epoch(self, epoch: int, start: int) -> None:
         cfg, ctx = self.cfg, self.ctx
+        self.epoch = epoch
         self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
         self.streamed = None if cfg.stream is None else iter(epoch_loader(
             self.train_data, self.loader_spec, epoch, cfg.seed, ctx.rank, ctx.world_size, start_batch=start))
@@ -132,12 +132,14 @@ class UnimodalTask:
         if self.streamed is None:
             batch = self.order[b * self.batch_size:(b + 1) * self.batch_size][rank * local:(rank + 1) * local]
             images, labels, index = self.dataset.__getitems__(batch.tolist())
-        else:  # (local, 2 views, 3, S, S) uint8, augmented in the workers
+            # each image's draws, keyed by (seed, epoch, index, view): independent of the rank and the batch
+            draws = [keyed.uniforms(self.cfg.seed, self.epoch, index, v, SIMCLR_DRAWS) for v in (0, 1)]
+        else:  # (local, 2 views, 3, S, S) uint8, augmented in the workers (keyed the same way)
             images, labels, index = next(self.streamed)
         images, index = images.to(device, non_blocking=True), index.to(device, non_blocking=True)
         if self.streamed is None:
             x = to_float(images)
-            views = torch.cat([self.augment(x), self.augment(x)]).contiguous(memory_format=self.memory_format)
+            views = torch.cat([self.augment(x, u) for u in draws]).contiguous(memory_format=self.memory_format)
         else:  # [all first views, all second views], as the in-memory path
             views = to_normalized(images.transpose(0, 1).flatten(0, 1)).contiguous(memory_format=self.memory_format)
             check_distinct(gather_no_grad(index), self.n)  # the per-sample state's key: distinct across processes
@@ -168,10 +170,7 @@ class UnimodalTask:
         return {"rng": torch.get_rng_state(), "metrics": self.metrics}
 
     def load_state_dict(self, state: dict, step: int) -> None:
-        if self.ctx.is_main:
-            torch.set_rng_state(state["rng"])
-        else:  # rank 0's generator is the checkpointed one; the others are re-derived from the step
-            torch.manual_seed(self.cfg.seed * 1000 + self.ctx.rank + step)
+        torch.set_rng_state(state["rng"])  # rank 0's, the same on every rank (augmentations are keyed by sample)
         self.metrics.update(state["metrics"])
 
 
