@@ -139,3 +139,11 @@ def test_pairing_measures_what_a_shared_seed_cancels():
     a, b = np.array([r["top1"] for r in rows[:8]]), np.array([r["top1"] for r in rows[8:16]])
     assert row["sd paired"] == pytest.approx(np.std(a - b, ddof=1))
     assert row["sd unpaired"] == pytest.approx(np.sqrt(a.var(ddof=1) + b.var(ddof=1)))
+
+
+def test_pairing_of_runs_with_too_few_seeds_is_an_empty_table_with_its_columns():
+    from isogclr.analysis.testbed import pairing
+
+    one_seed = pd.DataFrame([{"dataset": "d", "method": m, "seed": 0, "top1": 50.0} for m in "ab"])
+    table = pairing(one_seed, [("a", "b")])
+    assert table.empty and {"comparison", "correlation", "ratio"} <= set(table.columns)

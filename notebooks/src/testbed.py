@@ -312,7 +312,8 @@ write_table(paired.round(3), Path(reports_dir) / "tables" / "testbed_pairing",
             "Table 1's comparisons: correlation of the two methods' top-1 over the seeds, sd of the paired "
             "differences, sd of an unpaired design and their ratio (points)")
 display(Markdown(f"Median ratio of the paired to the unpaired sd: **{paired['ratio'].median():.2f}** (median "
-                 f"correlation {paired['correlation'].median():.2f}) over {len(paired)} comparisons."))
+                 f"correlation {paired['correlation'].median():.2f}) over {len(paired)} comparisons." if len(paired)
+                 else "No Table 1 comparison has the 3 seeds a spread needs."))
 
 # %%
 write_verdicts([], reports_dir, "testbed")  # this report checks the testbed; the claims are the other reports'

@@ -162,7 +162,8 @@ def pairing(scores: pd.DataFrame, pairs: Iterable[tuple[str, str]]) -> pd.DataFr
     any grouping columns, e.g. dataset, one row per run): over the seeds both ran, the Pearson correlation of the
     two methods' scores, the sd of the paired differences a - b, the sd an unpaired design would have
     (sqrt(var a + var b)) and their ratio (below 1: the shared initial weights, data order and augmentation draws
-    of a seed cancel in the difference)."""
+    of a seed cancel in the difference). Comparisons with fewer than 3 seeds are left out (the table may be
+    empty, with its columns)."""
     groups = [c for c in scores.columns if c not in ("method", "seed", "top1")]
     rows = []
     for key, frame in scores.groupby(groups, sort=False) if groups else [((), scores)]:
@@ -179,7 +180,8 @@ def pairing(scores: pd.DataFrame, pairs: Iterable[tuple[str, str]]) -> pd.DataFr
                          "comparison": f"{a} - {b}", "seeds": len(both),
                          "correlation": float(np.corrcoef(both[a], both[b])[0, 1]), "sd paired": paired,
                          "sd unpaired": unpaired, "ratio": paired / unpaired if unpaired > 0 else float("nan")})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*groups, "comparison", "seeds", "correlation", "sd paired", "sd unpaired",
+                                       "ratio"])
 
 
 def reference_runs(runs_dir: Path | str, datasets: Iterable[str], seeds: Iterable[int],
