@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import shutil
-import socket
+import signal
 
 import pytest
 import torch
@@ -20,22 +19,18 @@ import torch.multiprocessing as mp
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
 from isogclr.data.webdataset import write_shards
 
+from .process_helpers import free_port, torchrun_env
+
 SPEC = PairSpec(seed=3, image_size=16, num_pairs=64, num_clusters=8, retrieval_images=8, zeroshot_per_class=1)
 STEPS_PER_EPOCH = SPEC.num_pairs // 16
 KILL_AT = STEPS_PER_EPOCH + 2  # the checkpoint at batch 2 of epoch 2 (checkpoint_every 2; epoch ends at 4 and 8)
 FILES = ("metrics.json", "train_log.csv", "artifacts/tau.csv", "artifacts/config.json")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _worker(rank: int, world: int, params: dict, captions: str, out: str, ckpt: str, port: int,
             kill_at: int) -> None:
-    os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+    torchrun_env(rank, world, port)
     from isogclr.config import bimodal_run_config
     from isogclr.data.streaming import StreamConfig
     from isogclr.models.bimodal import build_tokenizer
@@ -62,7 +57,7 @@ def _worker(rank: int, world: int, params: dict, captions: str, out: str, ckpt: 
 
 def _run(params: dict, captions: str, world: int, out, ckpt, kill_at: int = 0) -> None:
     os.makedirs(ckpt, exist_ok=True)
-    mp.spawn(_worker, args=(world, params, captions, str(out), str(ckpt), _free_port(), kill_at), nprocs=world,
+    mp.spawn(_worker, args=(world, params, captions, str(out), str(ckpt), free_port(), kill_at), nprocs=world,
              join=True)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 
 import pytest
 import torch
@@ -30,6 +29,8 @@ from torch.nn.parallel import DistributedDataParallel
 from isogclr.losses import build_loss
 from isogclr.train.bimodal import _Encoders, global_loss
 from isogclr.train.optim import adamw_with_loss_params
+
+from .process_helpers import free_port, torchrun_env
 
 N, B, D, STEPS = 32, 8, 6, 4
 CASES = {
@@ -139,15 +140,9 @@ def test_state_moves_so_the_comparison_can_fail():
 WORLD = 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _train_worker(rank: int, params: dict, method: str, out: str, ckpt: str, port: int, kill_after: int) -> None:
-    os.environ.update(WORLD_SIZE=str(WORLD), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+    torchrun_env(rank, WORLD, port)
     from isogclr.config import bimodal_run_config
     from isogclr.train import bimodal
 
@@ -164,7 +159,7 @@ def _train_worker(rank: int, params: dict, method: str, out: str, ckpt: str, por
 
 def _spawn(params: dict, method: str, out, ckpt, kill_after: int = 0) -> None:
     os.makedirs(ckpt, exist_ok=True)
-    mp.spawn(_train_worker, args=(params, method, str(out), str(ckpt), _free_port(), kill_after), nprocs=WORLD,
+    mp.spawn(_train_worker, args=(params, method, str(out), str(ckpt), free_port(), kill_after), nprocs=WORLD,
              join=True)
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import copy
 import json
 import os
-import socket
 
 import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from isogclr import timing
+
+from .process_helpers import free_port, torchrun_env
 
 WORLD = 2
 
@@ -65,15 +66,9 @@ def test_a_process_of_rank_1_may_not_write_the_record(tmp_path, monkeypatch):
 # --- tune with two gloo processes: rank 0 scores and writes, every rank returns its selection -----------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _tune_worker(rank: int, params: dict, port: int, out: str, diverge: bool) -> None:
-    os.environ.update(WORLD_SIZE=str(WORLD), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+    torchrun_env(rank, WORLD, port)
     from isogclr import io
     from isogclr.train import tuning
     from isogclr.train.monitor import TrainingDiverged
@@ -131,7 +126,7 @@ def test_rank_1_of_tune_trains_every_candidate_writes_nothing_and_returns_rank_0
 def test_two_processes_of_tune_write_one_selection(tmp_path, smoke_params):
     out = tmp_path / "tuning"
     out.mkdir()
-    mp.spawn(_tune_worker, args=(_tune_params(smoke_params), _free_port(), str(out), False), nprocs=WORLD, join=True)
+    mp.spawn(_tune_worker, args=(_tune_params(smoke_params), free_port(), str(out), False), nprocs=WORLD, join=True)
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
     assert sorted(ranks[0]["writes"]) == [str(out / "simclr" / "candidates.csv"), str(out / "simclr" / "selected.json")]
     assert ranks[1]["writes"] == []  # rank 1 trained (the barrier) and wrote nothing
@@ -143,7 +138,7 @@ def test_two_processes_of_tune_write_one_selection(tmp_path, smoke_params):
 def test_two_processes_of_tune_that_all_diverge_both_fail_and_write_nothing(tmp_path, smoke_params):
     out = tmp_path / "tuning"
     out.mkdir()
-    mp.spawn(_tune_worker, args=(_tune_params(smoke_params), _free_port(), str(out), True), nprocs=WORLD, join=True)
+    mp.spawn(_tune_worker, args=(_tune_params(smoke_params), free_port(), str(out), True), nprocs=WORLD, join=True)
     for rank in range(WORLD):
         result = json.loads((out / f"rank{rank}.json").read_text())
         assert "every candidate diverged" in result["diverged"] and result["writes"] == []
@@ -154,8 +149,7 @@ def test_two_processes_of_tune_that_all_diverge_both_fail_and_write_nothing(tmp_
 
 
 def _train_worker(rank: int, params: dict, out: str, ckpt: str, port: int, log: str) -> None:
-    os.environ.update(WORLD_SIZE=str(WORLD), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+    torchrun_env(rank, WORLD, port)
     os.environ.pop(timing.ENV, None)
     from isogclr.config import bimodal_run_config
     from isogclr.train import bimodal
@@ -193,7 +187,7 @@ def test_a_two_process_image_text_run_has_one_timing_writer_and_its_record_besid
     project.mkdir()
     monkeypatch.chdir(project)  # the processes start here: the run is written outside it
     out, log = tmp_path / "elsewhere" / "clip-s0", tmp_path / "writers.log"
-    mp.spawn(_train_worker, args=(params, str(out), str(tmp_path / "ckpt"), _free_port(), str(log)), nprocs=WORLD,
+    mp.spawn(_train_worker, args=(params, str(out), str(tmp_path / "ckpt"), free_port(), str(log)), nprocs=WORLD,
              join=True)
     assert log.read_text() == f"0 {out.resolve().as_posix()}\n"  # rank 0 only
     assert not (project / "timing.csv").exists()

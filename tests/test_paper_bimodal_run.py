@@ -16,7 +16,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import time
 
 import pytest
@@ -26,13 +25,13 @@ import torch.multiprocessing as mp
 from isogclr.config import load_params
 
 from .conftest import ROOT
+from .process_helpers import free_port, torchrun_env
 
 WORLD = 2
 
 
 def _worker(rank: int, params: dict, root: str, out: str, port: int) -> None:
-    os.environ.update(WORLD_SIZE=str(WORLD), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port), HF_HUB_OFFLINE="1")
+    torchrun_env(rank, WORLD, port, HF_HUB_OFFLINE="1")
     from isogclr.config import bimodal_run_config
     from isogclr.data.streaming import StreamConfig
     from isogclr.models.text import train_wordpiece
@@ -80,9 +79,7 @@ def test_paper_profile_image_text_run_two_processes(tmp_path):
     section["image_encoder"] = {**section["image_encoder"], "pretrained": False}
     section["text_encoder"] = {"pretrained": None, "vocab_size": 30522, "dim": 768, "n_layers": 6, "n_heads": 12,
                                "hidden_dim": 3072, "max_length": section["text_encoder"]["max_length"]}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     t0 = time.perf_counter()
     mp.spawn(_worker, args=(params, str(tmp_path / "tsv" / "train"), str(tmp_path), port), nprocs=WORLD, join=True)
     print(f"paper-shaped run, 2 processes: {time.perf_counter() - t0:.0f} s")
