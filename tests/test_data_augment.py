@@ -7,8 +7,18 @@ import torch
 from torchvision.transforms.v2 import functional as TF
 
 from isogclr.data import keyed
-from isogclr.data.augment import (CROP_DRAWS, CROP_FLIP_DRAWS, SIMCLR_DRAWS, AugmentConfig, crop_boxes,
-                                  crop_flip_augmentation, eval_transform, grid_crop, simclr_augmentation, to_float)
+from isogclr.data.augment import (
+    CROP_DRAWS,
+    CROP_FLIP_DRAWS,
+    SIMCLR_DRAWS,
+    AugmentConfig,
+    crop_boxes,
+    crop_flip_augmentation,
+    eval_transform,
+    grid_crop,
+    simclr_augmentation,
+    to_float,
+)
 
 SIZE = 16
 OFF = AugmentConfig(crop_scale_min=1.0, jitter_p=0.0, grayscale_p=0.0, blur_p=0.0, flip_p=0.0)
@@ -144,7 +154,8 @@ def test_applied_fractions_follow_the_probabilities():
     assert abs(gray - 0.2) < 0.04
 
 
-@pytest.mark.parametrize(("height", "width", "scale"), [(32, 32, (0.08, 1.0)), (24, 40, (0.5, 1.0)), (40, 12, (0.2, 1.0))])
+@pytest.mark.parametrize(("height", "width", "scale"),
+                         [(32, 32, (0.08, 1.0)), (24, 40, (0.5, 1.0)), (40, 12, (0.2, 1.0))])
 def test_crop_boxes_follow_torchvision_get_params(height, width, scale):
     """The vectorised sampler against torchvision's ``RandomResizedCrop.get_params``: the same distribution of
     box sizes and positions (4,000 boxes each; quantiles within sampling error), every box inside the image."""

@@ -171,7 +171,8 @@ class SimCLRAugment(nn.Module):
         cfg, device = self.cfg, x.device
         u = torch.rand(b, SIMCLR_DRAWS) if u is None else u
         if u.shape != (b, SIMCLR_DRAWS):
-            raise ValueError(f"SimCLRAugment: draws of shape {tuple(u.shape)} for {b} images, need ({b}, {SIMCLR_DRAWS})")
+            raise ValueError(f"SimCLRAugment: draws of shape {tuple(u.shape)} for {b} images, "
+                             f"need ({b}, {SIMCLR_DRAWS})")
         x = grid_crop(x, self.size, *crop_boxes(u[:, :CROP_DRAWS], h, w, (cfg.crop_scale_min, 1.0)),
                       u[:, 22] < cfg.flip_p)
         if cfg.jitter_p > 0 and cfg.jitter_strength > 0:

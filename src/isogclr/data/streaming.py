@@ -34,9 +34,9 @@ from torchvision.transforms import v2
 
 from ..io import read_json, read_lines
 from .augment import MEAN, STD, AugmentConfig
-from .keyed import sample_rng
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
+from .keyed import sample_rng
 
 Transform = Callable[[Image.Image], torch.Tensor]
 

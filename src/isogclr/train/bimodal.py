@@ -5,9 +5,9 @@ text encoder (DistilBERT), each with a linear projection to ``proj_dim``, featur
 AdamW (weight decay on weight matrices only; biases, norms and learned temperatures without), the
 rate warmed up linearly over ``warmup_iters`` iterations then cosine-decayed to ``final_lr``; a
 light augmentation of the images (random resized crop + horizontal flip, drawn per image on
-batched tensors from the pair's key (seed, epoch, index), :mod:`isogclr.data.keyed`); the loss of ``methods.<name>`` (``clip``, ``cyclip``, ``sogclr_bimodal``,
-``isogclr_bimodal``, ``clip_individual_tau``), called as ``loss_fn(I, T, index)`` with the pairs'
-dataset indices for the per-pair state.
+batched tensors from the pair's key (seed, epoch, index), :mod:`isogclr.data.keyed`); the loss of
+``methods.<name>`` (``clip``, ``cyclip``, ``sogclr_bimodal``, ``isogclr_bimodal``, ``clip_individual_tau``),
+called as ``loss_fn(I, T, index)`` with the pairs' dataset indices for the per-pair state.
 
 A run writes into ``out_dir``:
 

@@ -67,8 +67,7 @@ from torch import nn
 from .. import timing
 from ..config import CONVERGENCE_METHODS as METHODS
 from ..config import ConvergenceConfig, convergence_config, convergence_study
-from ..data import load_dataset
-from ..data import keyed
+from ..data import keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective
 from ..eval.knn import knn_accuracy

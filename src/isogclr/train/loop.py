@@ -40,8 +40,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
 from ..config import RunConfig
-from ..data import ImageData, IndexedImageDataset, load_dataset
-from ..data import keyed
+from ..data import ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
 from ..data.splits import validation_split
 from ..data.streaming import (
