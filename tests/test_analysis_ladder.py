@@ -175,6 +175,9 @@ def _tuning(params: dict, root: Path) -> dict:
     spaces = {"simclr": {"tau": [0.1, 0.3]}, "isogclr": [{"rho": 0.3, "tau_init": 0.7}, {"rho": 0.4, "tau_init": 0.1}]}
     for method, space in spaces.items():  # each method's search space lives with it (untuned: smoke's)
         params["methods"][method]["search"] = space
+        searched = set(space) if isinstance(space, dict) else set(space[0])
+        for knob in [k for k, v in params["methods"][method].items() if v == "selected" and k not in searched]:
+            del params["methods"][method][knob]  # a knob no longer searched: no longer marked
     scores = {"simclr": [[40.0, 42.0], [45.0, 47.0]], "isogclr": [[50.0, 50.0], [44.0, 46.0]]}
     for method, space in spaces.items():
         candidates = ([{"tau": t} for t in space["tau"]] if isinstance(space, dict) else space)

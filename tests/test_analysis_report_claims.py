@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from isogclr.analysis.embeddings import tsne_verdicts
 from isogclr.analysis.rgcl import anchor_row, optimum_row, rgcl_verdicts, semantic_frequency_anchors
@@ -12,15 +13,28 @@ SUMMARY = pd.DataFrame({"centroid_distance_mean": [0.2, 0.5, 0.3], "class_freque
                        index=pd.Index(["largest tau", "smallest tau", "all"], name="group"))
 
 
-def test_tsne_verdicts_with_one_seed_are_not_testable_with_the_numbers():
-    table = pd.DataFrame({"silhouette_cosine": [0.12, 0.10], "knn5_features": [40.0, 35.0], "knn5_tsne": [38.0, 39.0]},
-                         index=pd.Index(["isogclr", "simclr"], name="method"))
-    out = tsne_verdicts(table, SUMMARY, claimed="isogclr", dataset="synth10", seed=0, lt_run="isogclr-synth10_lt-s0")
+def _separation(rows: dict[tuple[int, str], tuple[float, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows.values()), columns=["silhouette_cosine", "knn5_features", "knn5_tsne"],
+                        index=pd.MultiIndex.from_tuples(list(rows), names=["seed", "method"]))
+
+
+def test_tsne_verdicts_are_paired_by_seed():
+    table = _separation({(0, "isogclr"): (0.12, 40.0, 38.0), (0, "simclr"): (0.10, 35.0, 39.0),
+                         (1, "isogclr"): (0.13, 41.0, 37.0), (1, "simclr"): (0.10, 36.0, 39.5),
+                         (2, "isogclr"): (0.11, 42.0, 38.5), (2, "simclr"): (0.09, 36.0, 38.0)})
+    summaries = {s: SUMMARY * (1 + 0.1 * s) for s in range(3)}
+    runs = {s: f"isogclr-synth10_lt-s{s}" for s in range(3)}
+    out = tsne_verdicts(table, summaries, claimed="isogclr", dataset="synth10", lt_runs=runs)
     assert [v.claim.split(": ")[0] for v in out] == ["Fig. 4"] * 3 + ["Fig. 5"]
-    assert all(v.status == "not testable" for v in out)
-    assert "(silhouette_cosine)" in out[0].claim and "one seed" in out[0].evidence
-    assert out[3].effect == 0.3 and "10% largest tau 0.2000, 10% smallest tau 0.5000" in out[3].evidence
-    alone = tsne_verdicts(table.loc[["simclr"]], SUMMARY, claimed="isogclr", dataset="synth10", seed=0, lt_run="r")
+    assert "(silhouette_cosine)" in out[0].claim and out[0].n_seeds == 3
+    assert out[0].status == "supported" and out[1].status == "supported"  # +0.02 +-0.01; +5.33 +-0.6
+    assert out[2].effect == pytest.approx(((38 - 39) + (37 - 39.5) + (38.5 - 38)) / 3)
+    assert out[3].n_seeds == 3 and out[3].effect == pytest.approx(0.3 * (1 + 0.1))  # mean of 0.3, 0.33, 0.36
+    assert "seed 1: 0.2200 / 0.5500 / 0.3300" in out[3].evidence
+    one = tsne_verdicts(table.loc[[0]], {0: SUMMARY}, claimed="isogclr", dataset="synth10", lt_runs={0: runs[0]})
+    assert all(v.status == "not testable" for v in one) and "one seed" in one[0].evidence
+    alone = tsne_verdicts(table.xs("simclr", level="method", drop_level=False), summaries, claimed="isogclr",
+                          dataset="synth10", lt_runs=runs)
     assert "needs isogclr and a baseline" in alone[0].evidence
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,6 +24,7 @@ from isogclr.analysis.verdicts import (
     not_testable,
     paper_difference,
     per_seed,
+    rerun_probability,
     write_verdicts,
 )
 
@@ -244,3 +248,24 @@ def test_the_temperature_verdicts_read_the_bounds_their_runs_were_trained_with(t
     with pytest.raises(ValueError, match="different tau_min"):
         frequency_verdict(taus.assign(tau_min=np.where(taus["run"] == "iso-s0", 0.005, 0.01)), "x",
                           {0: "iso-s0", 1: "iso-s1"})
+
+
+def test_a_verdict_is_settled_when_a_rerun_elsewhere_keeps_its_status():
+    """p_rerun: a rerun is a new draw of the training noise at the same seeds (another machine type)."""
+    from scipy import stats
+
+    se = 1.0 / stats.t.ppf(0.975, 6)  # [0.5, 2.5] over 7 seeds: half-width 1
+    assert rerun_probability("supported", 0.5, 2.5, 7) == pytest.approx(stats.norm.cdf(0.5 / (np.sqrt(2) * se)))
+    mirrored = rerun_probability("contradicted", -2.5, -0.5, 7)
+    assert mirrored == pytest.approx(rerun_probability("supported", 0.5, 2.5, 7))
+    far = rerun_probability("supported", 4.0, 6.0, 7)  # the interval 4 se-widths above 0: settled
+    near = rerun_probability("supported", 0.01, 2.0, 3)  # its bound at 0: a coin flip
+    assert far > 0.99 and near == pytest.approx(0.5, abs=0.02)
+    centred = rerun_probability("inconclusive", -1.0, 1.0, 7)  # a rerun's interval contains 0 again ...
+    assert 0.9 < centred < 1 and rerun_probability("inconclusive", -0.1, 1.9, 7) < 0.6  # ... unless at its edge
+    assert rerun_probability("supported", 0.2, 0.4, None) == 1.0  # exact: no noise to draw again
+    assert rerun_probability("not testable", None, None, 1) is None
+    table = write_verdicts([effect("e", {0: 1.0, 1: 1.2, 2: 1.1}, what="d"), not_testable("n", "one seed")],
+                           tmp := Path(tempfile.mkdtemp()), "r")
+    back = pd.read_csv(tmp / "verdicts" / "r.csv")
+    assert back["p_rerun"].iloc[0] > 0.99 and np.isnan(back["p_rerun"].iloc[1]) and table["p_rerun"].iloc[0] > 0.99

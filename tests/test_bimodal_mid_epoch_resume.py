@@ -32,7 +32,7 @@ def _worker(rank: int, world: int, params: dict, captions: str, out: str, ckpt: 
             kill_at: int) -> None:
     torchrun_env(rank, world, port)
     from isogclr.config import bimodal_run_config
-    from isogclr.data.streaming import StreamConfig
+    from isogclr.data.base import StreamConfig
     from isogclr.models.bimodal import build_tokenizer
     from isogclr.train import bimodal, engine
 

@@ -96,7 +96,7 @@ def test_study_run_config_sets_the_knob_and_overrides(smoke_params):
     assert cfg.run_id == "rho/isogclr-0.4-s0"
     assert cfg.method.kwargs["rho"] == 0.4 and cfg.dataset == params["studies"]["rho"]["dataset"]
     assert cfg.train.epochs == 3  # the study's train.epochs replaces epochs_by_dataset
-    assert "rho" not in params["methods"]["isogclr"]  # params are not modified (rho is searched)
+    assert params["methods"]["isogclr"]["rho"] == "selected"  # params are not modified (rho is searched)
     batch = study_run_config(params, "batch_size", "sogclr", 32, 0)
     assert batch.train.batch_size == 32 and batch.run_id == "batch_size/sogclr-32-s0"
 
@@ -298,6 +298,8 @@ def test_every_profile_reads_as_typed_report_sections(profile):
     ({"augmentation_values": [2, "4"]}, "emc2_convergence.augmentation_values"),
     ({"infinite_augmentation": 1}, "emc2_convergence.infinite_augmentation"),
     ({"num_image": 32}, "emc2_convergence.num_image: unknown key"),
+    ({"seeds": [0, -1]}, "emc2_convergence.seeds"),
+    ({"seed": 1}, "emc2_convergence.seed: replaced by emc2_convergence.seeds"),
 ])
 def test_a_bad_emc2_convergence_value_fails_validation_naming_the_key(smoke_params, section, key):
     params = copy.deepcopy(smoke_params)

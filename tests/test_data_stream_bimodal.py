@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from isogclr.config import ConfigError, bimodal_run_config
-from isogclr.data.streaming import StreamConfig
+from isogclr.data.base import StreamConfig
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
 from isogclr.data.webdataset import write_shards
 from isogclr.models.bimodal import build_tokenizer

@@ -70,8 +70,8 @@ def test_a_process_of_rank_1_may_not_write_the_record(tmp_path, monkeypatch):
 def _tune_worker(rank: int, params: dict, port: int, out: str, diverge: bool) -> None:
     torchrun_env(rank, WORLD, port)
     from isogclr import io
+    from isogclr.losses.numerics import TrainingDiverged
     from isogclr.train import tuning
-    from isogclr.train.monitor import TrainingDiverged
 
     writes = []
 

@@ -33,7 +33,7 @@ WORLD = 2
 def _worker(rank: int, params: dict, root: str, out: str, port: int) -> None:
     torchrun_env(rank, WORLD, port, HF_HUB_OFFLINE="1")
     from isogclr.config import bimodal_run_config
-    from isogclr.data.streaming import StreamConfig
+    from isogclr.data.base import StreamConfig
     from isogclr.models.text import train_wordpiece
     from isogclr.train import bimodal
 

@@ -55,10 +55,15 @@ def test_what_would_be_ambiguous_is_refused_with_our_message():
 
 
 def test_a_searched_knob_set_directly_names_the_pin():
-    """`dvc exp run -S '+methods.isogclr.rho=0.5'` (DVC needs the + for a key params.yaml lacks) gives our message,
-    which says how to pin it instead."""
+    """`dvc exp run -S methods.isogclr.rho=0.5` (params.yaml marks it `selected`) gives our message, which says
+    how to pin it instead; a marker on a knob that is not searched is refused too."""
     params = copy.deepcopy(PARAMS)
     params["methods"]["isogclr"]["rho"] = 0.5
-    with pytest.raises(ConfigError, match=r"methods.isogclr.rho: also a knob of methods.isogclr.search.*pin it: "
-                                          r"methods.isogclr.pin: \{rho: <value>\}"):
+    with pytest.raises(ConfigError, match=r"methods.isogclr.rho: 0.5, but it is a knob of methods.isogclr.search.*"
+                                          r"pin it: methods.isogclr.pin: \{rho: 0.5\}"):
+        validate_params(params)
+    params["methods"]["isogclr"]["rho"] = "selected"
+    params["methods"]["isogclr"]["tau_max"] = "selected"
+    with pytest.raises(ConfigError, match=r"methods.isogclr.tau_max: 'selected' marks a knob of "
+                                          r"methods.isogclr.search, and tau_max is not one"):
         validate_params(params)

@@ -103,7 +103,7 @@ def test_profile_command_writes_the_full_params(tmp_path, capsys):
 def test_a_knob_set_beside_its_search_space_is_refused(smoke_params):
     params = copy.deepcopy(smoke_params)
     params["methods"]["isogclr"]["rho"] = 0.4  # what `dvc exp run -S methods.isogclr.rho=0.4` does
-    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: also a knob of methods.isogclr.search.*"
+    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: 0.4, but it is a knob of methods.isogclr.search.*"
                                           r"pin it.*or change the candidates"):
         validate_params(params)
     params = copy.deepcopy(smoke_params)
@@ -132,12 +132,11 @@ def test_dvc_set_param_keeps_params_yaml_readable_and_refuses_a_searched_knob(tm
     params_file.write_text((ROOT / "params.yaml").read_text())
     _set(params_file, "methods.isogclr.tau_min", "0.02")  # DVC rewrites the file: no YAML alias may break it
     assert load_params(params_file)["methods"]["isogclr"]["tau_min"] == 0.02
-    from dvc.exceptions import InvalidArgumentError
-
-    with pytest.raises(InvalidArgumentError):  # rho is written once, in the search space: DVC finds no such key
-        _set(params_file, "methods.isogclr.rho", "0.4")
-    _set(params_file, "+methods.isogclr.rho", "0.4")  # added anyway: refused before any compute, naming the key
-    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: also a knob of methods.isogclr.search"):
+    assert load_params(params_file)["methods"]["isogclr"]["rho"] == "selected"  # a searched knob, marked
+    validate_params(load_params(params_file))
+    _set(params_file, "methods.isogclr.rho", "0.4")  # DVC finds the key: our message, before any compute
+    with pytest.raises(ConfigError, match=r"^methods.isogclr.rho: 0.4, but it is a knob of methods.isogclr.search.*"
+                                          r"methods.isogclr.pin: \{rho: 0.4\}"):
         validate_params(load_params(params_file))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -48,7 +49,7 @@ def test_study_columns_finite_and_deterministic(smoke_data, tmp_path, _timing_re
     assert "seconds" not in curve.columns and "train_seconds" not in first.augmentations.columns  # no wall clock
     # the wall clock goes to the timing record: one row per epoch of every run, the step at its end
     record = timing.read(_timing_record)
-    names = ["emc2-A2", "emc2-A3", "simclr-A2", "sogclr-A2"]
+    names = ["emc2-A2-s0", "emc2-A3-s0", "simclr-A2-s0", "sogclr-A2-s0"]
     assert sorted(run.name for run in first.runs) == names
     assert sorted({r["run"] for r in record}) == [timing.run_key(tmp_path / "study" / name) for name in names]
     assert all(set(r) == {"run", "step", "seconds"} and r["step"] in (4, 8) and r["seconds"] >= 0 for r in record)
@@ -144,21 +145,30 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     params = {"data": {"root": str(smoke_data)}, "model": {"encoder": {"width": 4}, "head": {
         "layers": 2, "hidden_dim": 16, "out_dim": 8}}, "methods": {"emc2": {"beta": 5.0}},
               "emc2_convergence": {"num_images": 16, "batch_size": 4, "epochs": 1, "eval_every": 1, "num_threads": 1,
-                                   "augmentation_values": [2], "infinite_augmentation": False}}
+                                   "augmentation_values": [2], "infinite_augmentation": False,
+                                   "seeds": [0, 3]}}
     write_study(params, tmp_path / "runs_convergence")
     out = tmp_path / "runs_convergence"
     config = json.loads((out / "config.json").read_text())
     assert config["num_images"] == 16 and config["tau"] == 0.2 and config["fresh_views"] == FRESH_VIEWS
     assert config["augmentation_values"] == [2] and config["encoder"]["width"] == 4
-    assert list(pd.read_csv(out / "convergence.csv").columns) == CURVE_COLUMNS
+    assert config["seeds"] == [0, 3] and config["seed"] == 0
+    both = pd.read_csv(out / "convergence.csv")
+    assert list(both.columns) == ["seed", *CURVE_COLUMNS] and set(both.seed) == {0, 3}
     assert set(pd.read_csv(out / "augmentations.csv").method) == {"emc2", "simclr"}
     assert "train_seconds" not in pd.read_csv(out / "augmentations.csv").columns
+    # each seed is its own study: seed 3's rows are those of a one-seed study at seed 3, and differ from seed 0's
+    write_study({**params, "emc2_convergence": {**params["emc2_convergence"], "seeds": [3]}}, tmp_path / "alone")
+    alone = pd.read_csv(tmp_path / "alone" / "convergence.csv")
+    pd.testing.assert_frame_equal(both[both.seed == 3].reset_index(drop=True), alone)
+    assert not np.allclose(both[both.seed == 0].objective.to_numpy(), alone.objective.to_numpy())
     # the times: in the timing record, one row per epoch of every run, read back for the report
     from isogclr import timing
     from isogclr.analysis.timing import convergence_seconds
 
-    record = timing.read(_timing_record)
-    assert sorted({r["run"] for r in record}) == [timing.run_key(out / f"{m}-A2") for m in ("emc2", "simclr", "sogclr")]
+    record = [r for r in timing.read(_timing_record) if r["run"].startswith(timing.run_key(out))]
+    assert sorted({r["run"] for r in record}) == [timing.run_key(out / f"{m}-A2-s{s}")
+                                                  for m in ("emc2", "simclr", "sogclr") for s in (0, 3)]
     assert all(set(r) == {"run", "step", "seconds"} and r["step"] == 4 for r in record)
     curve = pd.read_csv(out / "convergence.csv")
     seconds = convergence_seconds(curve, out)
@@ -168,6 +178,10 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     assert convergence_seconds(curve, tmp_path / "elsewhere").isna().all()  # no row in the record: NaN
     with pytest.raises(ValueError, match="emc2_convergence.epoch: unknown key"):
         write_study({**params, "emc2_convergence": {"epoch": 3}}, out)
+    with pytest.raises(ValueError, match="emc2_convergence.seed: replaced by emc2_convergence.seeds"):
+        write_study({**params, "emc2_convergence": {"seed": 3}}, out)
+    with pytest.raises(ValueError, match="emc2_convergence.seeds: must be a non-empty list of distinct"):
+        write_study({**params, "emc2_convergence": {"seeds": [1, 1]}}, out)
 
 
 def test_a_run_resumed_from_its_checkpoint_gives_the_uninterrupted_curve(smoke_data, tmp_path):

@@ -9,7 +9,7 @@ import torch
 
 from isogclr.losses.base import ContrastiveLoss
 from isogclr.losses.numerics import TrainingDiverged
-from isogclr.train.monitor import StepMonitor
+from isogclr.train.engine import StepMonitor
 
 
 class _Loss(ContrastiveLoss):

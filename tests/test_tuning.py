@@ -45,6 +45,11 @@ def test_every_method_gets_the_same_number_of_candidates(smoke_params):
     assert len(tuning_candidates(params, "simclr")) == 2
     assert tuning_candidates(params, "simclr") == tuning_candidates(params, "simclr")  # seeded
     params["methods"]["isogclr"]["search"] = [{"rho": 0.3}]
+    with pytest.raises(ConfigError, match=r"methods.isogclr.beta0: 'selected' marks a knob of methods.isogclr.search, "
+                                          r"and beta0 is not one \(searched: \['rho'\]\); give it a value"):
+        validate_params(params)  # a knob the search no longer sets needs its value: no silent default
+    for knob in ("tau_init", "eta", "beta0", "beta1"):
+        del params["methods"]["isogclr"][knob]
     with pytest.raises(ConfigError, match=r"methods.isogclr.search: 1 candidates.*same budget"):
         validate_params(params)
     params["methods"]["isogclr"]["search"] = [{"rho": 0.3}, {"rho": -1.0}]
@@ -112,8 +117,8 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
 def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smoke_data, tmp_path):
     """methods.<m>.lr replaces train.optimizer.lr in that method's runs only, and a search over it (with a
     candidate that diverges, which loses instead of stopping the selection) hands the selected rate on."""
+    from isogclr.losses.numerics import TrainingDiverged
     from isogclr.train import tuning
-    from isogclr.train.monitor import TrainingDiverged
 
     params = _tiny(smoke_params, smoke_data)
     shared = params["train"]["optimizer"]["lr"]

@@ -27,9 +27,10 @@ verdicts_second_pass = "reports/testbed/verdicts_fdc1988.csv"
 verdicts_one_rate = "reports/testbed/verdicts_ef22ab9.csv"
 verdicts_seven_seeds = "reports/testbed/verdicts_022cafd.csv"
 verdicts_nine_seeds = "reports/testbed/verdicts_621e4fa.csv"
-pilot_verdicts = "reports/testbed/verdicts_e2c3101.csv"  # every report's verdicts at e2c3101: the pilot's spreads
-pilot_stages = "reports/testbed/repro_stages_e2c3101.csv"  # that repro's stage times and runs
-verdicts_last = "reports/testbed/verdicts_ec849f6.csv"  # every report's verdicts before keyed draws and the allocation
+pilot_verdicts = "reports/testbed/verdicts_173e730.csv"  # every report's verdicts at 173e730: the pilot's spreads
+pilot_stages = "reports/testbed/repro_stages_173e730.csv"  # that forced repro's stage times and runs
+verdicts_keyed_before = "reports/testbed/verdicts_ec849f6.csv"  # every report's verdicts before keyed draws
+verdicts_last = "reports/testbed/verdicts_173e730.csv"  # the last forced repro's (keyed draws, the allocation's seeds)
 schedule_minutes = 54  # the hour with a margin
 slots = 2  # stages run two at a time
 table1_mde_cap = 3.5  # Table 1's median MDE over its generated-set comparisons may not exceed this (points)
@@ -233,10 +234,11 @@ write_table(hour_moved.round(3), Path(reports_dir) / "tables" / "testbed_verdict
 # %% [markdown]
 # ## Seeds allocated by power
 #
-# Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from e2c3101's
-# committed verdicts (a pilot: the sd of a claim's paired differences is its MDE over the MDE at sd 1; a group
-# whose claims ran one seed borrows the median spread of the nearest group with seeds, named in `sd source`) and
-# its measured minutes per seed (e2c3101's stage times over the seeds they ran), and proposes seeds per group that
+# Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from 173e730's
+# committed verdicts (the last forced repro, a pilot: the sd of a claim's paired differences is its MDE over the
+# MDE at sd 1; a group whose claims ran one seed borrows the median spread of the nearest group with seeds, named
+# in `sd source`) and its measured minutes per seed (that repro's stage times over the seeds they ran; for its
+# first ~25 minutes the machine was shared with other work, so those stages are slow), and proposes seeds per group that
 # make the most claims detectable (MDE at most max(|paper's effect|, |our effect|)) within the hour's stage-minutes
 # (the schedule times the slots, minus the stages no group covers), with at least 3 seeds per group and Table 1 at
 # the seeds its median MDE of at most 3.5 points needs. MDEs are medians over a group's claims, in points.
@@ -261,14 +263,14 @@ display(Markdown(
     f"seeds ({other:.1f} go to the stages no group covers); the floor (3 seeds a group, {table1_seeds} for Table 1) "
     f"costs **{needed:.1f}**" + ("." if fits else
                                  f": it does not fit, so the table below is for the smallest schedule that pays it, "
-                                 f"**{schedule} minutes**, at e2c3101's stage times.")))
+                                 f"**{schedule} minutes**, at 173e730's stage times.")))
 allocation.round(2)
 
 # %% [markdown]
-# ## This repro against the last: keyed draws, seeds by power, another machine
+# ## Keyed draws, seeds by power, another machine (ec849f6 to 173e730)
 #
-# ec849f6's committed verdicts against this repro's, every report. Three things changed at once, so a verdict
-# that moved cannot be put down to one of them:
+# ec849f6's committed verdicts against 173e730's (the forced repro that brought keyed draws), every report. Three
+# things changed at once, so a verdict that moved cannot be put down to one of them:
 #
 # - **every run**: each augmentation draw is keyed by (seed, epoch, sample index, view) (`isogclr.data.keyed`)
 #   instead of coming from one running generator, so a sample's views no longer depend on the process, the
@@ -276,21 +278,38 @@ allocation.round(2)
 # - **the seeds** follow the allocation above: Table 1 at 7 instead of 9, the ablations, the image-text side
 #   methods and SogCLR Table 4's second budget at 3 instead of 1; iSogCLR's image-text search moved to rho 1.6
 #   and 2.1, where its temperatures leave their lower bound;
-# - **the machine**: ec849f6's runs were made on another machine type (`reports/timing.md` and the change's
-#   note name this repro's). At the mini profile's rates a difference of one rounding grows ~10x per step
-#   (`docs/scale.md`), so a run on another machine type is another draw of the training noise, not the same run.
+# - **the machine**: ec849f6's runs were made on another machine type (173e730's was a 2-core AMD EPYC with
+#   AVX-512). At the mini profile's rates a difference of one rounding grows ~10x per step (`docs/scale.md`), so a
+#   run on another machine type is another draw of the training noise, not the same run.
 
 # %%
 every_report = ("table1_unimodal", "temperature_vs_frequency", "budget_ladder", "bimodal", "ablations",
                 "small_batch", "emc2_convergence", "feature_tsne", "rgcl_analysis")
-last, now = pd.read_csv(verdicts_last), read_verdicts(reports_dir, every_report)
-display(pd.DataFrame({"ec849f6": status_counts(last), "this repro": status_counts(now)}).fillna(0).astype(int))
-display(Markdown(f"Claims resting on one seed: {int(last['n_seeds'].eq(1).sum())} at ec849f6, "
+before_keyed, last = pd.read_csv(verdicts_keyed_before), pd.read_csv(verdicts_last)
+display(pd.DataFrame({"ec849f6": status_counts(before_keyed), "173e730": status_counts(last)}).fillna(0).astype(int))
+write_table(moved(before_keyed, last).round(3), Path(reports_dir) / "tables" / "testbed_verdicts_keyed",
+            "Every verdict whose status changed or whose effect moved from ec849f6 (committed; another machine type, "
+            "draws from a running generator, Table 1 at 9 seeds, side studies at 1) to 173e730 (keyed draws, the "
+            "allocation's seeds)")
+
+# %% [markdown]
+# ## This repro against the last: no claim on one seed
+#
+# 173e730's committed verdicts (the last forced repro) against this repro's, every report. What changed: the
+# Fashion-MNIST rows of Table 1 and Tables 3/4/10 (`table1_real.seeds`, `table3.seeds`), EMC2's convergence study
+# (`emc2_convergence.seeds`) and the t-SNE figures (the first three Table 1 seeds export their features) went from
+# one seed to three. Nothing else changed a run's settings (a searched knob is now marked `selected` in
+# params.yaml, which the runs never read), and both repros ran on the same machine type, so a claim whose runs did
+# not change should come out the same, to the byte: the table below lists every verdict that moved.
+
+# %%
+now = read_verdicts(reports_dir, every_report)
+display(pd.DataFrame({"173e730": status_counts(last), "this repro": status_counts(now)}).fillna(0).astype(int))
+display(Markdown(f"Claims resting on one seed: {int(last['n_seeds'].eq(1).sum())} at 173e730, "
                  f"**{int(now['n_seeds'].eq(1).sum())}** in this repro."))
 write_table(moved(last, now).round(3), Path(reports_dir) / "tables" / "testbed_verdicts_last_repro",
-            "Every verdict whose status changed or whose effect moved from ec849f6 (committed; another machine type, "
-            "draws from a running generator, Table 1 at 9 seeds, side studies at 1) to this repro (keyed draws, the "
-            "allocation's seeds)")
+            "Every verdict whose status changed or whose effect moved from 173e730 (committed, the last forced repro) "
+            "to this repro (Fashion-MNIST rows, EMC2's convergence study and the t-SNE figures at 3 seeds)")
 
 # %% [markdown]
 # ### What pairing by seed buys

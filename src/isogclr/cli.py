@@ -107,8 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", default="checkpoints", help="where the resumable checkpoint lives while training")
     p.add_argument("--random-init-baseline", action="store_true",
                    help="also probe the randomly initialised encoder (metrics: random_init_top1)")
-    p.add_argument("--export-seed", type=seed_arg, metavar="N",
-                   help="export (artifacts/encoder.pt and artifacts/features.pt, float16) for the run whose seed is N")
+    p.add_argument("--export-seed", type=seed_arg, metavar="N", nargs="+", default=[],
+                   help="export (artifacts/encoder.pt and artifacts/features.pt, float16) for the runs of these seeds")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("references", help="the no-learning rows of a dataset (chance, a linear probe on raw pixels "

@@ -99,17 +99,20 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
 def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
                 datasets: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
-    (``methods.<m>.loss``, its module ``isogclr.losses.<loss>``) and each dataset's loader
-    (:data:`isogclr.data.base.REGISTRY`). :func:`build_loss` and :func:`load_dataset` import them when a run
-    builds them, which :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
+    (``methods.<m>.loss``, its module ``isogclr.losses.<loss>``), each dataset's loader
+    (:data:`isogclr.data.base.REGISTRY`) and, for a dataset that can stream (:data:`isogclr.data.base.STREAMED`),
+    the streaming loaders (:mod:`isogclr.data.streaming`, which ``train/loop.py`` imports by name for a run with
+    ``train.stream``). :func:`build_loss` and :func:`load_dataset` import them when a run builds them, which
+    :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
 
     Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
     check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
-    from .data.base import dataset_module
+    from .data.base import STREAMED, dataset_module
     from .losses.registry import loss_module
 
     losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
-    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets})
+    streams = {"isogclr.data.streaming"} if set(datasets) & set(STREAMED) else set()
+    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets} | streams)
 
 
 def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:

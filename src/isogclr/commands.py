@@ -169,7 +169,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         out = Path("studies")
     for cfg in configs:
         train_run(cfg, out / cfg.run_id, Path(args.checkpoints) / cfg.run_id,
-                  random_init_baseline=args.random_init_baseline, export=cfg.seed == args.export_seed)
+                  random_init_baseline=args.random_init_baseline, export=cfg.seed in args.export_seed)
     return 0
 
 

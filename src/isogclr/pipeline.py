@@ -52,7 +52,10 @@ from .report_registry import REPORTS, Report, report_outputs
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
 # every command runs it first, and it can refuse a run but not change its numbers.
-TRAIN_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.studies", "isogclr.config.tuning")
+# a grid section's runs (Table 1 and its kin: a run config, the selection when tuned) and a study's runs (the same,
+# resolved through the study's overrides)
+GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.tuning")
+TRAIN_ENTRY = (*GRID_ENTRY, "isogclr.config.studies")
 BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
 REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.reports")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
@@ -63,9 +66,10 @@ BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
 GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3",
                "references": "train_references", "pretrain": "train_pretrain"}
-# sections whose first seed's encoder is exported (artifacts/encoder.pt): Table 1's (the t-SNE figures read it) and
-# the pre-training of the image-text runs' image encoder (bimodal.image_encoder.init reads it)
-EXPORT_SECTIONS = ("table1", "pretrain")
+# sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
+# Table 1's first 3 (the t-SNE report tests its claims over them) and the pre-training of the image-text runs' image
+# encoder (bimodal.image_encoder.init reads the first)
+EXPORT_SECTIONS = {"table1": 3, "pretrain": 1}
 # a generated dataset's stage output, by the prefix of the dataset names it provides
 # (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
 # isogclr.data.manifest)
@@ -81,7 +85,7 @@ TUNE_STAGES = {"tuning": "tune", "bimodal_tuning": "tune_bimodal"}
 
 def _run_outputs(run_dirs: list[str]) -> dict[str, list]:
     """Runs' outputs, all in git (``cache: false``, so a fresh clone has them and ``dvc status`` is clean):
-    ``artifacts/`` (config, temperatures; the first Table 1 seed's float16 encoder and test features),
+    ``artifacts/`` (config, temperatures; the first Table 1 seeds' float16 encoders and test features),
     the log and curves, one metrics file, and the knobs the run used (``knobs.json``: its method's loss
     arguments after the selection, declared as metrics so that ``dvc exp show`` lists them beside its scores).
     Each run's float32 weights and features stay in its ``local/`` folder, which neither git nor DVC tracks
@@ -109,7 +113,8 @@ def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[s
     does)."""
     seeds = params[section]["seeds"]
     flag, selection = _tuned(params[section])
-    export = f" --export-seed {seeds[0]}" if section in EXPORT_SECTIONS else ""
+    export = f" --export-seed {' '.join(map(str, seeds[:EXPORT_SECTIONS[section]]))}" if section in EXPORT_SECTIONS \
+        else ""
     return {
         "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
         "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
@@ -236,7 +241,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     for section, stage in GRID_STAGES.items():
         if section in params:
             table = params[section]
-            stages[stage] = _grid_stage(section, params, code(TRAIN_ENTRY, table["methods"], table["datasets"]))
+            stages[stage] = _grid_stage(section, params, code(GRID_ENTRY, table["methods"], table["datasets"]))
     if "references" in params:  # the no-learning rows of each dataset (the supervised one is a grid run above)
         datasets = params["references"]["datasets"]
         stages["references"] = {

@@ -38,7 +38,7 @@ REPORTS: dict[str, Report] = {
         "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
         params=("profile", "temperatures", "table1.seeds")),
     "feature_tsne": Report(
-        "iSogCLR Figures 4-5: t-SNE of frozen features (first Table 1 seed)", _RUNS, reads=("runs",),
+        "iSogCLR Figures 4-5: t-SNE of frozen features (first three Table 1 seeds)", _RUNS, reads=("runs",),
         params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets")),
     "rgcl_analysis": Report(
         "iSogCLR Figures 2-3, computed exactly (no training)",
@@ -75,13 +75,14 @@ REPORTS: dict[str, Report] = {
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
         "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, the seeds allocated by power, "
-        "and this repro against the last (keyed draws, what pairing by seed buys)",
+        "keyed draws and what pairing by seed buys, and this repro against the last",
         {**_RUNS, "studies_dir": "studies"},
         reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
                "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
                "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
-               "reports/testbed/verdicts_621e4fa.csv", "reports/testbed/verdicts_e2c3101.csv",
-               "reports/testbed/repro_stages_e2c3101.csv", "reports/testbed/verdicts_ec849f6.csv",
+               "reports/testbed/verdicts_621e4fa.csv",
+               "reports/testbed/verdicts_ec849f6.csv", "reports/testbed/verdicts_173e730.csv",
+               "reports/testbed/repro_stages_173e730.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal", "ablations", "small_batch",
                                                               "emc2_convergence", "feature_tsne", "rgcl_analysis"))),

@@ -7,6 +7,7 @@ leave-one-out k-NN accuracy of the classes, in feature space (cosine) and in the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -135,29 +136,35 @@ def extremes_summary(tau: pd.DataFrame, features: np.ndarray, fraction: float = 
 SEPARATION_COLUMNS = (("silhouette_cosine", ""), ("knn5_features", "points"), ("knn5_tsne", "points"))
 
 
-def tsne_verdicts(table: pd.DataFrame, summary: pd.DataFrame, *, claimed: str, dataset: str, seed: int,
-                  lt_run: str) -> list[Verdict]:
-    """The claims of Figures 4 and 5 from one seed's numbers. Figure 4, per separation metric of ``table``
-    (rows: methods; :data:`SEPARATION_COLUMNS` of :func:`separation_metrics`): ``claimed`` beats every other method
+def tsne_verdicts(table: pd.DataFrame, summaries: Mapping[int, pd.DataFrame], *, claimed: str, dataset: str,
+                  lt_runs: Mapping[int, str]) -> list[Verdict]:
+    """The claims of Figures 4 and 5, paired by seed. Figure 4, per separation metric of ``table`` (index (seed,
+    method); :data:`SEPARATION_COLUMNS` of :func:`separation_metrics`): ``claimed`` beats every other method
     (:func:`~isogclr.analysis.verdicts.best_of`; not testable without ``claimed`` and a baseline). Figure 5: the
-    largest-tau samples of ``lt_run`` sit closer to their class centre than the smallest-tau ones (``summary``:
-    :func:`extremes_summary`; effect: the smallest-tau group's mean distance minus the largest-tau group's). With
-    one seed every verdict is not testable, and the evidence gives the numbers."""
+    largest-tau samples of each seed's long-tailed run (``lt_runs[seed]``) sit closer to their class centre than
+    the smallest-tau ones (``summaries[seed]``: :func:`extremes_summary`; effect per seed: the smallest-tau group's
+    mean distance minus the largest-tau group's)."""
     out = []
+    methods = list(dict.fromkeys(table.index.get_level_values("method")))
     for column, unit in SEPARATION_COLUMNS:
         claim = f"Fig. 4: {claimed}'s {dataset} test features are better separated than the baselines' ({column})"
-        if claimed not in table.index or len(table) < 2:
-            out.append(not_testable(claim, f"{list(table.index)}: needs {claimed} and a baseline"))
+        if claimed not in methods or len(methods) < 2:
+            out.append(not_testable(claim, f"{methods}: needs {claimed} and a baseline"))
             continue
-        out.append(best_of(claim, (claimed, {seed: table.loc[claimed, column]}),
-                           {m: {seed: v} for m, v in table[column].drop(claimed).items()}, unit=unit))
-    near = summary.loc["largest tau", "centroid_distance_mean"]
-    far = summary.loc["smallest tau", "centroid_distance_mean"]
-    sizes = summary["class_frequency_mean"]
+        by_method = {m: {int(seed): float(v) for (seed, _), v in table[column].xs(m, level="method",
+                                                                                  drop_level=False).items()}
+                     for m in methods}
+        out.append(best_of(claim, (claimed, by_method.pop(claimed)), by_method, unit=unit))
+    near = {seed: one.loc["largest tau", "centroid_distance_mean"] for seed, one in summaries.items()}
+    far = {seed: one.loc["smallest tau", "centroid_distance_mean"] for seed, one in summaries.items()}
+    sizes = "; ".join(f"seed {seed}: {one.loc['largest tau', 'class_frequency_mean']:.0f} vs "
+                      f"{one.loc['smallest tau', 'class_frequency_mean']:.0f}" for seed, one in summaries.items())
+    runs = ", ".join(lt_runs.values())
     out.append(effect(
-        f"Fig. 5: large-tau samples sit in cluster centres, small-tau ones away from clusters ({lt_run})",
-        {seed: far - near}, what="distance of the 10% smallest-tau - of the 10% largest-tau", unit="",
-        detail=f"mean cosine distance to the class centre: 10% largest tau {near:.4f}, 10% smallest tau {far:.4f}, "
-               f"all {summary.loc['all', 'centroid_distance_mean']:.4f}; mean class size of the two groups "
-               f"{sizes['largest tau']:.0f} vs {sizes['smallest tau']:.0f} training samples"))
+        f"Fig. 5: large-tau samples sit in cluster centres, small-tau ones away from clusters ({runs})",
+        {seed: far[seed] - near[seed] for seed in summaries},
+        what="distance of the 10% smallest-tau - of the 10% largest-tau", unit="",
+        detail="mean cosine distance to the class centre, 10% largest tau / 10% smallest tau / all: " + "; ".join(
+            f"seed {seed}: {near[seed]:.4f} / {far[seed]:.4f} / {one.loc['all', 'centroid_distance_mean']:.4f}"
+            for seed, one in summaries.items()) + f"; mean class size of the two groups (training samples) {sizes}"))
     return out

@@ -1,7 +1,8 @@
 """The EMC2 convergence report's claims (EMC2 Figure 7: the exact squared gradient norm; Figure 3: the number of
 pre-computed augmentations), from the study's result files (``runs_convergence/convergence.csv`` and
-``augmentations.csv``). The study runs one seed, so every effect is one number per seed: the claims are not
-testable at this scale, and the evidence gives the numbers (:func:`~isogclr.analysis.verdicts.effect`).
+``augmentations.csv``, a ``seed`` column each). Every effect is one number per seed (the study runs once per seed of
+``emc2_convergence.seeds``, its methods sharing that seed's initial weights, views and batches), tested over the seeds
+(:func:`~isogclr.analysis.verdicts.effect`).
 """
 
 from __future__ import annotations
@@ -14,58 +15,71 @@ import pandas as pd
 from .verdicts import Verdict, effect, not_testable
 
 
+def _by_seed(table: pd.DataFrame, cfg: Any) -> dict[int, pd.DataFrame]:
+    """``table``'s rows per seed (a table without a ``seed`` column is the one seed ``cfg.seed``)."""
+    if "seed" not in table.columns:
+        return {int(cfg.seed): table}
+    return {int(seed): rows.drop(columns="seed") for seed, rows in table.groupby("seed", sort=True)}
+
+
 def convergence_verdicts(curve: pd.DataFrame, cfg: Any) -> list[Verdict]:
-    """Figure 7 from ``curve`` (rows method, epoch, samples_seen, grad_norm_sq): EMC2's final exact ||grad F||^2
-    is below the best of the other methods' (effect: log10 of best baseline / EMC2), and about two orders of
-    magnitude below (that log10 ratio minus 2). ``cfg``: the study's settings (seed, num_images,
+    """Figure 7 from ``curve`` (rows seed, method, epoch, samples_seen, grad_norm_sq): EMC2's final exact ||grad
+    F||^2 is below the best of the other methods' (effect per seed: log10 of best baseline / EMC2), and about two
+    orders of magnitude below (that log10 ratio minus 2). ``cfg``: the study's settings (num_images,
     num_augmentations, batch_size, epochs, eval_every)."""
-    final = curve.sort_values("epoch").groupby("method").last()
-    emc2_g = final.loc["emc2", "grad_norm_sq"]
-    baselines = final.drop(index="emc2")
-    best_base = baselines.grad_norm_sq.idxmin()
-    ratio = baselines.grad_norm_sq.min() / emc2_g
-    norms = ", ".join(f"{m} {g:.3g}" for m, g in final.grad_norm_sq.items())
-    samples = int(final.samples_seen.max())
-    trajectory = "; ".join(f"{m}: " + " -> ".join(f"{g:.3g}" for g in rows.grad_norm_sq)
-                           for m, rows in curve.groupby("method", sort=False))
-    return [  # per seed (the study runs one): log10 of the ratio best baseline / EMC2, > 0 when EMC2 is lower
+    ratios, finals = {}, []
+    for seed, rows in _by_seed(curve, cfg).items():
+        final = rows.sort_values("epoch").groupby("method").last()
+        baselines = final.drop(index="emc2")
+        ratios[seed] = baselines.grad_norm_sq.min() / final.loc["emc2", "grad_norm_sq"]
+        finals.append(f"seed {seed}: " + ", ".join(f"{m} {g:.3g}" for m, g in final.grad_norm_sq.items()))
+    samples = int(curve.samples_seen.max())
+    log_ratios = {seed: math.log10(r) for seed, r in ratios.items()}
+    shown = ", ".join(f"{r:.2f}" for r in ratios.values())
+    return [  # per seed: log10 of the ratio best baseline / EMC2, > 0 when EMC2 is lower
         effect("Fig. 7: EMC2 reaches a lower exact squared gradient norm than SimCLR and SogCLR",
-               {cfg.seed: math.log10(ratio)}, what="log10(best baseline / EMC2 final ||grad F||^2)", unit="",
-               detail=f"final ||grad F||^2 after {samples} samples: {norms}; the best baseline ({best_base}) / EMC2 = "
-                      f"{ratio:.2f}; {cfg.num_images} synth10 images x {cfg.num_augmentations} views, batch "
-                      f"{cfg.batch_size}, {cfg.epochs} epochs, one seed; an early-training snapshot, no method is "
-                      f"near stationarity and the norms fluctuate between evaluations (every {cfg.eval_every} "
-                      f"epochs from epoch 0: {trajectory})"),
+               log_ratios, what="log10(best baseline / EMC2 final ||grad F||^2)", unit="",
+               detail=f"final ||grad F||^2 after {samples} samples ({'; '.join(finals)}); the best baseline / EMC2 "
+                      f"per seed {shown}; {cfg.num_images} synth10 images x {cfg.num_augmentations} views, batch "
+                      f"{cfg.batch_size}, {cfg.epochs} epochs; an early-training snapshot, no method is near "
+                      f"stationarity and the norms fluctuate between evaluations (every {cfg.eval_every} epochs)"),
         effect("Fig. 7: EMC2's squared gradient norm is about two orders of magnitude below the baselines'",
-               {cfg.seed: math.log10(ratio) - 2}, what="log10(best baseline / EMC2) - 2", unit="",
-               detail=f"best baseline / EMC2 = {ratio:.2f} (paper: ~100, after a long run at lr 1e-3, b = 4 on "
+               {seed: v - 2 for seed, v in log_ratios.items()}, what="log10(best baseline / EMC2) - 2", unit="",
+               detail=f"best baseline / EMC2 per seed {shown} (paper: ~100, after a long run at lr 1e-3, b = 4 on "
                       "STL-10)"),
     ]
 
 
 def augmentation_verdicts(augmentations: pd.DataFrame, cfg: Any, fresh_views: int) -> list[Verdict]:
-    """Figure 3 from ``augmentations`` (rows method, num_augmentations, knn1_top1, grad_norm_sq; EMC2's run with
-    fresh views every step has ``num_augmentations == fresh_views``): EMC2's 1-NN accuracy rises with the number A
-    of pre-computed views (the largest A minus the smallest; the evidence says whether it rises at every step), and
-    comes closer to the fresh-views run's (|gap| at the smallest A minus at the largest; not testable without that
-    run)."""
-    emc2_all = augmentations[augmentations.method == "emc2"].set_index("num_augmentations").sort_index()
-    emc2_aug = emc2_all.drop(index=fresh_views, errors="ignore")
-    knn = emc2_aug.knn1_top1
-    rises = bool((knn.diff().dropna() > 0).all())
+    """Figure 3 from ``augmentations`` (rows seed, method, num_augmentations, knn1_top1, grad_norm_sq; EMC2's run
+    with fresh views every step has ``num_augmentations == fresh_views``): EMC2's 1-NN accuracy rises with the
+    number A of pre-computed views (per seed, the largest A minus the smallest; the evidence says on how many seeds
+    it rises at every step), and comes closer to the fresh-views run's (|gap| at the smallest A minus at the
+    largest; not testable without that run)."""
+    rises, gains, closer, lines, has_fresh = 0, {}, {}, [], True
+    for seed, rows in _by_seed(augmentations, cfg).items():
+        emc2_all = rows[rows.method == "emc2"].set_index("num_augmentations").sort_index()
+        knn = emc2_all.drop(index=fresh_views, errors="ignore").knn1_top1
+        rises += bool((knn.diff().dropna() > 0).all())
+        gains[seed] = knn.iloc[-1] - knn.iloc[0]
+        line = f"seed {seed}: " + ", ".join(f"A={a} {v:.2f}%" for a, v in knn.items())
+        if fresh_views in emc2_all.index:
+            reference = emc2_all.loc[fresh_views, "knn1_top1"]
+            gaps = (knn - reference).abs()
+            closer[seed] = gaps.iloc[0] - gaps.iloc[-1]
+            line += f", fresh views {reference:.2f}%"
+        else:
+            has_fresh = False
+        lines.append(line)
+    low, high = knn.index[0], knn.index[-1]
     out = [effect(
         "Fig. 3: EMC2's accuracy improves as the number of pre-computed augmentations grows",
-        {cfg.seed: knn.iloc[-1] - knn.iloc[0]}, what=f"1-NN top-1 at A={knn.index[-1]} - at A={knn.index[0]}",
-        detail="1-NN top-1 " + ", ".join(f"A={a}: {v:.2f}%" for a, v in knn.items())
-        + f" ({'rises at every step' if rises else 'not monotone'}; one seed, {cfg.epochs} epochs, batch "
-          f"{cfg.batch_size}); final ||grad F||^2 "
-        + ", ".join(f"A={a}: {g:.3g}" for a, g in emc2_aug.grad_norm_sq.items()))]
+        gains, what=f"1-NN top-1 at A={high} - at A={low}",
+        detail=f"1-NN top-1 ({'; '.join(lines)}); rises at every step on {rises} of {len(gains)} seeds; "
+               f"{cfg.epochs} epochs, batch {cfg.batch_size}")]
     claim = "Fig. 3: with more pre-computed augmentations EMC2 approaches the infinite-augmentation EMC2"
-    if fresh_views not in emc2_all.index:
+    if not has_fresh:
         return out + [not_testable(claim, "emc2_convergence.infinite_augmentation is false in params.yaml")]
-    reference = emc2_all.loc[fresh_views, "knn1_top1"]
-    gaps = (knn - reference).abs()
-    return out + [effect(
-        claim, {cfg.seed: gaps.iloc[0] - gaps.iloc[-1]}, what=f"|gap| at A={gaps.index[0]} - at A={gaps.index[-1]}",
-        detail=f"1-NN top-1 of EMC2 with fresh views every step {reference:.2f}%; |gap| to it " + ", ".join(
-            f"A={a}: {g:.2f}" for a, g in gaps.items()) + " points (one seed: run-to-run noise is about a point)")]
+    return out + [effect(claim, closer, what=f"|gap| at A={low} - at A={high}",
+                         detail="1-NN top-1 of EMC2 with fresh views every step, and the |gap| to it per seed: "
+                                + "; ".join(f"seed {s}: {g:.2f}" for s, g in closer.items()) + " points")]

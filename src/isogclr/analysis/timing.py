@@ -46,22 +46,22 @@ def run_seconds(run: Path | str, by: str = "epoch", record: pd.DataFrame | None 
                          "train_seconds": rows["seconds"].cumsum().to_numpy(dtype=float)})
 
 
-def convergence_run(runs_dir: Path | str, method: str, num_augmentations: int) -> Path:
+def convergence_run(runs_dir: Path | str, method: str, num_augmentations: int, seed: int) -> Path:
     """The folder name (and timing-record key) of one run of the EMC2 convergence study (A = 0: fresh views)."""
-    return Path(runs_dir) / f"{method}-A{int(num_augmentations)}"
+    return Path(runs_dir) / f"{method}-A{int(num_augmentations)}-s{int(seed)}"
 
 
 def convergence_seconds(table: pd.DataFrame, runs_dir: Path | str, final: bool = False,
                         timing_path: Path | str | None = None) -> pd.Series:
     """Training seconds (evaluations excluded) of the rows of a convergence study table (``runs_convergence``).
 
-    ``table`` has ``method`` and ``num_augmentations`` columns and, unless ``final``, ``step``: the
+    ``table`` has ``seed``, ``method`` and ``num_augmentations`` columns and, unless ``final``, ``step``: the
     cumulative seconds at that step (0 at step 0); ``final``: the run's total. NaN where the record has no row.
     """
     record, cache = None if timing_path is None else timing_record(timing_path), {}
 
     def seconds(row) -> float:  # noqa: ANN001
-        key = (row["method"], int(row["num_augmentations"]))
+        key = (row["method"], int(row["num_augmentations"]), int(row["seed"]))
         if key not in cache:
             cache[key] = run_seconds(convergence_run(runs_dir, *key), "step", record)
         cum = cache[key]

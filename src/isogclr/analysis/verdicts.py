@@ -21,6 +21,16 @@ power given the observed spread of the per-seed differences and the number of se
 number of seeds that would detect an effect of the paper's size with that power at the observed spread
 (:func:`~isogclr.analysis.stats.seeds_needed`; ``">100"`` beyond :data:`~isogclr.analysis.stats.MAX_SEEDS`).
 
+**Settled across machines** (:func:`rerun_probability`, the ``p_rerun`` column). A run repeated on a machine of
+another type is not the same run: its kernels round differently, and at the mini profile's rates a difference of
+one rounding grows ~10x per step (``docs/scale.md``), so it is another draw of the training noise at the same seeds
+(measured: the committed runs of e2c3101 against their forced rerun on another machine type differed in 124 of 124
+values, by a median of 1.18 points; two seeds of a Table 1 run differ by a median of 1.45). ``p_rerun`` is the
+probability that such a rerun gives the same status: the rerun's estimate is drawn around ours with twice our
+estimate's variance (our error and its own), its interval has our width, and the standard error is the interval's
+half-width over the t quantile of its seeds. A verdict is **settled** when ``p_rerun`` is at least
+:data:`RERUN_SETTLED`; an exact computation always is (``p_rerun`` 1), a not-testable one never (no number).
+
 Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :func:`effect` (any per-seed
 difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
 (sensitive / insensitive to a hyper-parameter), :func:`correlation` (Spearman with a bootstrap interval over
@@ -56,10 +66,11 @@ from .stats import (
 
 STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
 COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde", "seeds_needed",
-           "evidence")
+           "p_rerun", "evidence")
 LEVEL = 0.95
 NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
 AT_BOUND_SHARE = 0.5  # more than this share of a learned quantity's values at one bound: its correlations say nothing
+RERUN_SETTLED = 0.9  # a verdict whose status a rerun on another machine keeps with this probability is settled
 
 Numbers = Mapping[Any, float]  # seed -> one number of one run
 
@@ -95,6 +106,30 @@ class Verdict:
             if self.ci_low <= 0 <= self.ci_high:
                 raise ValueError(f"{self.status!r} with an interval containing 0: [{self.ci_low}, {self.ci_high}] "
                                  f"({self.claim!r})")
+
+
+def rerun_probability(status: str, ci_low: float | None, ci_high: float | None, n_seeds: float | None,
+                      level: float = LEVEL) -> float | None:
+    """The probability that a rerun on another machine type (a new draw of the training noise at the same seeds)
+    gives ``status`` again, from the interval [``ci_low``, ``ci_high``] over ``n_seeds`` seeds: with the standard
+    error se = half-width / t(level, n - 1) and the rerun's estimate m' ~ N(ours, 2 se^2) under an interval of
+    our width, P(supported) = Phi(low / (sqrt(2) se)), P(contradicted) = Phi(-high / (sqrt(2) se)),
+    P(inconclusive) = Phi(-low / (sqrt(2) se)) - Phi(-high / (sqrt(2) se)). An exact computation (an interval
+    and no seeds) gives 1; no interval, or a not-testable verdict, None."""
+    from scipy import stats as scipy_stats
+
+    if status == "not testable" or ci_low is None or ci_high is None or pd.isna(ci_low) or pd.isna(ci_high):
+        return None
+    if n_seeds is None or pd.isna(n_seeds):
+        return 1.0  # exact: no training noise to draw again
+    if n_seeds < 2:
+        return None
+    se = (ci_high - ci_low) / 2 / float(scipy_stats.t.ppf(0.5 + level / 2, int(n_seeds) - 1))
+    if se <= 0:  # identical values on every seed: a rerun's are the same
+        return 1.0
+    spread = math.sqrt(2) * se
+    above, below = scipy_stats.norm.cdf(ci_low / spread), scipy_stats.norm.cdf(-ci_high / spread)
+    return float({"supported": above, "contradicted": below, "inconclusive": 1 - above - below}[status])
 
 
 def status_of(interval: Interval | None) -> str:
@@ -380,9 +415,10 @@ def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
 
 
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
-    """The verdicts as a table with :data:`COLUMNS` (the CSV's)."""
-    return pd.DataFrame([asdict(v) for v in verdicts], columns=list(COLUMNS)).astype({"n_seeds": "Int64",
-                                                                                       "seeds_needed": object})
+    """The verdicts as a table with :data:`COLUMNS` (the CSV's), ``p_rerun`` computed (:func:`rerun_probability`)."""
+    rows = [{**asdict(v), "p_rerun": rerun_probability(v.status, v.ci_low, v.ci_high, v.n_seeds)} for v in verdicts]
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,
+                                                             "p_rerun": float})
 
 
 def write_verdicts(verdicts: list[Verdict], reports_dir: Path | str, report: str) -> pd.DataFrame:

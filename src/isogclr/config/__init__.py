@@ -12,6 +12,7 @@ instead of after an hour of training. The parts, each a module of this package (
 * :mod:`.tuning`: the selection on a validation split (``tuning``, ``bimodal_tuning``);
 * :mod:`.reports`: the typed sections the report notebooks read;
 * :mod:`.convergence`: EMC2's convergence study;
+* :mod:`.datasets`: the generated datasets' sections (what the data commands generate);
 
 and :mod:`.validate`: :func:`validate_params`, which checks them all, and :func:`missing_datasets`.
 
@@ -37,9 +38,10 @@ _EXPORTS = {
         "validate_convergence",
     ),
     "core": (
-        "TABLE_SECTIONS", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig", "fashion_mnist_mini_spec",
-        "pinned_knobs", "run_config", "run_id", "search_points", "synthetic_spec",
+        "TABLE_SECTIONS", "MethodConfig", "OptimConfig", "RunConfig", "TrainConfig", "pinned_knobs", "run_config",
+        "run_id", "search_points",
     ),
+    "datasets": ("fashion_mnist_mini_spec", "synthetic_spec"),
     "typed": ("ConfigError", "check_finite", "check_number", "typed_section"),
     "profiles": ("check_profiles", "differences", "load_params", "merge_profile", "profile_text"),
     "reports": (

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.streaming import StreamConfig
+from ..data.base import StreamConfig
 from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
 from .core import MethodConfig, method_config, run_config_dict

@@ -96,12 +96,18 @@ class ConvergenceConfig:
 class ConvergenceStudy:
     """Which runs the ``emc2_convergence`` report makes besides the convergence runs (the CLI and the report
     read them): EMC2 at every number of pre-computed views in ``augmentation_values`` and, with
-    ``infinite_augmentation``, EMC2 with fresh views every step (the reference of EMC2's Figure 3)."""
+    ``infinite_augmentation``, EMC2 with fresh views every step (the reference of EMC2's Figure 3); all of it
+    once per seed of ``seeds`` (each seed its own initial weights, views and batches, shared by its methods)."""
 
     augmentation_values: tuple[int, ...] = (2, 4, 8)
     infinite_augmentation: bool = False
+    seeds: tuple[int, ...] = (0,)  # the whole study once per seed (ConvergenceConfig.seed), paired by seed
 
     def __post_init__(self) -> None:
+        seeds = self.seeds
+        if (not isinstance(seeds, tuple) or not seeds or len(set(seeds)) != len(seeds)
+                or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds)):
+            raise ValueError(f"seeds: must be a non-empty list of distinct integers >= 0, got {seeds!r}")
         values = self.augmentation_values
         if (not isinstance(values, tuple) or not values
                 or any(not isinstance(v, int) or isinstance(v, bool) or v < 2 for v in values)):
@@ -134,8 +140,14 @@ def convergence_config(params: dict[str, Any], **overrides: Any) -> ConvergenceC
     section = params.get("emc2_convergence") or {}
     if not isinstance(section, dict):
         raise ConfigError(f"emc2_convergence: expected a mapping, got {section!r}")
+    if "seed" in section:
+        raise ConfigError("emc2_convergence.seed: replaced by emc2_convergence.seeds, a list (the study runs once "
+                          "per seed)")
     study_keys = {f.name for f in dataclasses.fields(ConvergenceStudy)}
+    seeds = section.get("seeds")
     section = {k: v for k, v in section.items() if k not in study_keys}
+    if isinstance(seeds, list) and seeds and "seed" not in overrides:
+        section["seed"] = seeds[0]  # one run's config: the first seed (write_study replaces it per seed)
     known = {f.name for f in dataclasses.fields(ConvergenceConfig)}
     unknown = sorted(set(section) - known)
     if unknown:

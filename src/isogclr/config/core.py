@@ -16,9 +16,7 @@ from typing import Any
 
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
-from ..data.fashion_mnist import FashionMnistMiniSpec
-from ..data.streaming import STREAMS, StreamConfig
-from ..data.synthetic import SyntheticSpec
+from ..data.base import STREAMED, StreamConfig
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
@@ -75,6 +73,9 @@ SEARCH, UNTUNED = "search", "untuned"
 # methods.<m>.pin: {knob: value}: a searched knob held at one value in every run of the method (its selection's
 # candidates, its tuned and its untuned runs), for an ablation of a tuned method (pinned_knobs)
 PIN = "pin"
+# methods.<m>.<knob>: selected marks a searched knob where a reader (and `dvc exp run -S`) looks for it: its value
+# comes from the search (the selection, or candidate `untuned`); any other value there is refused, naming the pin
+SELECTED = "selected"
 LR = "lr"  # methods.<m>.lr: the method's own learning rate (MethodConfig.lr), not an argument of its loss
 
 
@@ -227,17 +228,25 @@ def method_config(params: dict[str, Any], name: str) -> MethodConfig:
     spec.pop(PIN, None)
     if space is None and untuned is not None:
         raise ConfigError(f"methods.{name}.{UNTUNED}: a candidate of methods.{name}.{SEARCH}, which is not set")
+    marked = sorted(k for k, v in spec.items() if v == SELECTED)
+    searched = set(search_points(space, f"methods.{name}.{SEARCH}")[0]) if space is not None else set()
+    for knob in marked:
+        if knob not in searched:
+            raise ConfigError(f"methods.{name}.{knob}: {SELECTED!r} marks a knob of methods.{name}.{SEARCH}, and "
+                              f"{knob} is not one (searched: {sorted(searched) or 'none'}); give it a value")
+        del spec[knob]
     if space is not None:
         where = f"methods.{name}.{SEARCH}"
         points = search_points(space, where)
         both = sorted(set(points[0]) & set(spec))
         if both:
             raise ConfigError(
-                f"methods.{name}.{both[0]}: also a knob of {where}, which sets it: tuned runs take the selected "
+                f"methods.{name}.{both[0]}: {spec[both[0]]!r}, but it is a knob of {where}, which sets it (write "
+                f"{SELECTED!r} there, or nothing): tuned runs take the selected "
                 f"candidate (tuning/{name}/selected.json), the other runs candidate methods.{name}.{UNTUNED} "
-                f"(now {untuned or 0}). To hold it at one value in every run of {name} (an ablation), pin it: "
-                f"methods.{name}.{PIN}: {{{both[0]}: <value>}} (dvc exp run -S "
-                f"'+methods.{name}.{PIN}.{both[0]}=<value>'); or change the candidates in {where}")
+                f"(now {untuned or 0}). To hold it at {spec[both[0]]!r} in every run of {name} (an ablation), pin "
+                f"it: methods.{name}.{PIN}: {{{both[0]}: {spec[both[0]]}}} (dvc exp run -S "
+                f"'+methods.{name}.{PIN}.{both[0]}={spec[both[0]]}'); or change the candidates in {where}")
         if untuned is None:
             untuned = 0
         if isinstance(untuned, bool) or not isinstance(untuned, int) or not 0 <= untuned < len(points):
@@ -264,20 +273,6 @@ def method_config(params: dict[str, Any], name: str) -> MethodConfig:
     except (TypeError, ValueError) as err:
         raise ConfigError(f"methods.{name}: {err}") from err
     return method
-
-
-def synthetic_spec(params: dict[str, Any]) -> SyntheticSpec:
-    raw = dict((params.get("data") or {}).get("synthetic") or {})
-    if "per_class" in raw:
-        raw["per_class"] = {int(k): tuple(v) for k, v in raw["per_class"].items()}
-    return typed_section(SyntheticSpec, raw, "data.synthetic")
-
-
-def fashion_mnist_mini_spec(params: dict[str, Any]) -> FashionMnistMiniSpec:
-    raw = dict((params.get("data") or {}).get("fashion_mnist_mini") or {})
-    if "per_class" in raw:
-        raw["per_class"] = tuple(raw["per_class"])
-    return typed_section(FashionMnistMiniSpec, raw, "data.fashion_mnist_mini")
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:
@@ -343,7 +338,7 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
     params = params_for_dataset(params, dataset)
     sections = shared_sections(params)
-    if sections["stream"] is not None and dataset not in STREAMS:
+    if sections["stream"] is not None and dataset not in STREAMED:
         sections["stream"] = None  # the small sets stay in memory
     train = sections["train"]
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)

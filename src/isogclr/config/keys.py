@@ -77,8 +77,8 @@ def _schema() -> dict[str, Any]:
     """Every key params.yaml may hold, as a tree (built from the dataclasses its sections are read into); not to
     be modified (cached)."""
     from ..data.augment import AugmentConfig
+    from ..data.base import StreamConfig
     from ..data.fashion_mnist import FashionMnistMiniSpec
-    from ..data.streaming import StreamConfig
     from ..data.synthetic import SyntheticSpec
     from ..data.synthetic_pairs import PairSpec
     from ..eval.linear_probe import ProbeConfig

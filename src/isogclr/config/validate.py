@@ -14,16 +14,8 @@ from typing import Any
 from ..data import DATASETS
 from .bimodal import bimodal_study_run_config, bimodal_study_spec, pair_spec, validate_bimodal
 from .convergence import validate_convergence
-from .core import (
-    TABLE_SECTIONS,
-    fashion_mnist_mini_spec,
-    method_config,
-    params_for_dataset,
-    run_config,
-    run_id,
-    shared_sections,
-    synthetic_spec,
-)
+from .core import TABLE_SECTIONS, method_config, params_for_dataset, run_config, run_id, shared_sections
+from .datasets import fashion_mnist_mini_spec, synthetic_spec
 from .keys import check_keys
 from .studies import study_run_config, study_spec
 from .tuning import validate_tuning

@@ -16,6 +16,28 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+# the datasets too large for memory that have a streaming loader (:mod:`isogclr.data.streaming`, which registers
+# one for each); named here so that checking ``train.stream`` imports no streaming code
+STREAMED = ("imagenet100", "inaturalist")
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """``train.stream`` in params.yaml: stream the datasets that have a streaming loader (:data:`STREAMED`) at
+    ``image_size`` pixels instead of holding them in memory; the small sets stay in memory whatever this says.
+    A run with a stream imports :mod:`isogclr.data.streaming` by name (an in-memory run never does)."""
+
+    image_size: int = 224  # RandomResizedCrop size of the training views; the evaluation view's centre crop
+    num_workers: int = 8  # decoding processes per training process
+    prefetch_factor: int = 4
+    pin_memory: bool = True  # used on GPU only
+    eval_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.image_size < 8 or self.num_workers < 0 or self.prefetch_factor < 1 or self.eval_batch_size < 1:
+            raise ValueError(f"need image_size >= 8, num_workers >= 0, prefetch_factor >= 1, eval_batch_size >= 1, "
+                             f"got {self}")
+
 
 @dataclass
 class ImageData:

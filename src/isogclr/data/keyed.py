@@ -11,6 +11,10 @@ the uninterrupted one drew). The convention, stated once here and used by every 
 * streamed sets (decoded and augmented one sample at a time by torchvision in DataLoader workers):
   :func:`sample_rng` seeds torch's generator from the sample's key for the duration of its transform.
 
+The draws of an epoch that belong to no sample (the order of the samples or of the shards, a loader's base seed)
+come from :func:`epoch_generator`, seeded by :func:`epoch_seed` ``= seed * 100003 + epoch``: the same on every
+process, so the ranks agree on the order and each takes its part.
+
 The key is SplitMix64 (Steele, Lea and Flood, 2014) applied to each component in turn; the ``n`` numbers of a
 row are SplitMix64 of the key plus ``k`` times its odd increment (a counter-based generator), their top 24
 bits scaled by ``2**-24`` (exact in float32, never 1.0). Integer arithmetic only, modulo ``2**64``: the same
@@ -60,6 +64,17 @@ def uniforms(seed: int, epoch: int, index, view: int, n: int) -> torch.Tensor:
     return torch.from_numpy((bits.astype(np.float64) * 2.0 ** -24).astype(np.float32))
 
 
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of an epoch's draws that belong to no sample: ``seed * 100003 + epoch`` (distinct for every
+    epoch below 100003, the same on every process)."""
+    return seed * 100_003 + epoch
+
+
+def epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """A CPU generator seeded by :func:`epoch_seed`: the data order of an epoch, the shards' order."""
+    return torch.Generator().manual_seed(epoch_seed(seed, epoch))
+
+
 @contextlib.contextmanager
 def sample_rng(seed: int, epoch: int, index: int) -> Iterator[None]:
     """Within the block, torch's CPU generator is seeded from the sample's key; the caller's state is restored
@@ -69,4 +84,4 @@ def sample_rng(seed: int, epoch: int, index: int) -> Iterator[None]:
         yield
 
 
-__all__ = ["keys", "sample_rng", "uniforms"]
+__all__ = ["epoch_generator", "epoch_seed", "keys", "sample_rng", "uniforms"]

@@ -34,9 +34,10 @@ from torchvision.transforms import v2
 
 from ..io import read_json, read_lines
 from .augment import MEAN, STD, AugmentConfig
+from .base import STREAMED
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
-from .keyed import sample_rng
+from .keyed import epoch_generator, sample_rng
 
 Transform = Callable[[Image.Image], torch.Tensor]
 
@@ -274,23 +275,6 @@ def verify_files(dataset: StreamingImages | StreamingPairs, limit: int | None = 
 
 
 @dataclass(frozen=True)
-class StreamConfig:
-    """``train.stream`` in params.yaml: stream the datasets that have a streaming loader (:data:`STREAMS`) at
-    ``image_size`` pixels instead of holding them in memory; the small sets stay in memory whatever this says."""
-
-    image_size: int = 224  # RandomResizedCrop size of the training views; the evaluation view's centre crop
-    num_workers: int = 8  # decoding processes per training process
-    prefetch_factor: int = 4
-    pin_memory: bool = True  # used on GPU only
-    eval_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        if self.image_size < 8 or self.num_workers < 0 or self.prefetch_factor < 1 or self.eval_batch_size < 1:
-            raise ValueError(f"need image_size >= 8, num_workers >= 0, prefetch_factor >= 1, eval_batch_size >= 1, "
-                             f"got {self}")
-
-
-@dataclass(frozen=True)
 class LoaderSpec:
     """How one process reads its share of a map-style stream (``train.loader`` of a paper-scale run)."""
 
@@ -348,7 +332,7 @@ def epoch_loader(dataset: Dataset, spec: LoaderSpec, epoch: int, seed: int, rank
     local = spec.batch_size // world_size
     order = list(sampler)[start_batch * local:]
     # the workers' base seed (which no draw uses), given so the loader leaves the trainer's generator alone
-    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    generator = epoch_generator(seed, epoch)
     workers = spec.num_workers
     return DataLoader(KeyedEpoch(dataset, seed, epoch), batch_size=local, sampler=order, drop_last=True,
                       num_workers=workers, collate_fn=collate_views, pin_memory=spec.pin_memory,
@@ -385,6 +369,8 @@ def register_stream(name: str) -> Callable[[StreamLoader], StreamLoader]:
     def decorate(fn: StreamLoader) -> StreamLoader:
         if name in STREAMS:
             raise ValueError(f"stream name {name!r} is registered twice")
+        if name not in STREAMED:
+            raise ValueError(f"stream {name!r} is not named in isogclr.data.base.STREAMED: add it there")
         STREAMS[name] = fn
         return fn
     return decorate

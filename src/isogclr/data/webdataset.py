@@ -47,7 +47,7 @@ from PIL import Image
 
 from ..io import read_json
 from .captions import CaptionBuilder, CaptionData
-from .keyed import sample_rng
+from .keyed import epoch_generator, epoch_seed, sample_rng
 from .streaming import Transform
 
 IMAGE_KEYS = "jpg;jpeg;png;webp"
@@ -90,7 +90,7 @@ def rank_shards(shards: Sequence[str], epoch: int, seed: int, rank: int, world_s
     """Rank ``rank``'s shards of epoch ``epoch`` (steps 1-2 of the scheme in the module docstring)."""
     if len(shards) < world_size:
         raise ValueError(f"{len(shards)} shard(s) for {world_size} processes: need at least one shard per process")
-    order = torch.randperm(len(shards), generator=torch.Generator().manual_seed(seed * 100_003 + epoch)).tolist()
+    order = torch.randperm(len(shards), generator=epoch_generator(seed, epoch)).tolist()
     usable = len(shards) // world_size * world_size
     return [shards[i] for i in order[:usable][rank::world_size]]
 
@@ -202,9 +202,9 @@ def shard_pairs(shards: Sequence[Path | str], transform: Transform, epoch: int, 
         raise FileNotFoundError(f"{missing[0]} not found: webdataset shards are written by e.g. img2dataset "
                                 "with --output_format webdataset")
     dataset = wds.WebDataset(mine, shardshuffle=False, nodesplitter=None, workersplitter=wds.split_by_worker,
-                             empty_check=False, seed=seed * 100_003 + epoch * 1_000 + rank)
+                             empty_check=False, seed=epoch_seed(seed, epoch) * 1_000 + rank)
     if shuffle_buffer > 1:
-        dataset = dataset.compose(partial(_seeded_shuffle, shuffle_buffer, (seed * 100_003 + epoch) * 1_000 + rank))
+        dataset = dataset.compose(partial(_seeded_shuffle, shuffle_buffer, epoch_seed(seed, epoch) * 1_000 + rank))
     if any(skip):
         dataset = dataset.compose(partial(_skip_per_worker, list(skip)))
     return dataset.map(partial(_decode_pair, transform, seed, epoch))
@@ -239,7 +239,7 @@ def shard_loader(shards: Sequence[Path | str], transform: Transform, batch_size:
         skip = worker_skips(counts, start_batch * local)
     dataset = shard_pairs(names, transform, epoch, seed, rank, world_size, shuffle_buffer, skip)
     # the workers' base seed (which no draw uses), given so the loader leaves the trainer's generator alone
-    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    generator = epoch_generator(seed, epoch)
     loader = wds.WebLoader(dataset, batch_size=None, num_workers=num_workers, generator=generator)
     return _batches(iter(loader), local, max(steps - start_batch, 0), names)
 

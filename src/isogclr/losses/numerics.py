@@ -38,5 +38,5 @@ class TrainingDiverged(RuntimeError):
     """A loss whose weights reached the cap (:data:`MAX_LOG_WEIGHT`) or went non-finite.
 
     Raised by the losses with the knob to change; the trainers re-raise it with the run, the
-    method and the step (:mod:`isogclr.train.monitor`).
+    method and the step (:class:`isogclr.train.engine.StepMonitor`).
     """

@@ -217,7 +217,7 @@ class _BimodalTask:
         if self.pairs is not None:
             self.batches = self.pairs.epoch(epoch, start, self.ctx.rank, self.ctx.world_size)
             return
-        self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch))
+        self.order = torch.randperm(self.n, generator=keyed.epoch_generator(self.cfg.seed, epoch))
 
     def loss(self, batch: int) -> torch.Tensor:
         if self.pairs is None:

@@ -185,8 +185,8 @@ class _ConvergenceTask:
 
     @property
     def name(self) -> str:
-        """``<method>-A<num_augmentations>`` (A0: fresh views): the run's folder name in the timing record."""
-        return f"{self.method}-A{self.num_augmentations}"
+        """``<method>-A<num_augmentations>-s<seed>`` (A0: fresh views): the run's folder name in the timing record."""
+        return f"{self.method}-A{self.num_augmentations}-s{self.cfg.seed}"
 
     def _evaluate(self) -> dict[str, float]:
         objective, grad_norm_sq = exact_objective(self.projection, self.views, self.cfg.tau, self.cfg.eval_chunk)
@@ -239,11 +239,13 @@ class RunResult:
     curve: pd.DataFrame
     model: ContrastiveModel
     view_ids: list[tuple[torch.Tensor, ...]] = field(default_factory=list)  # (index, aug1, aug2) per step (tests)
+    seed: int = 0
 
     @property
     def name(self) -> str:
-        """The run's folder name in the timing record: ``<method>-A<num_augmentations>`` (A0: fresh views)."""
-        return f"{self.method}-A{self.num_augmentations}"
+        """The run's folder name in the timing record: ``<method>-A<num_augmentations>-s<seed>`` (A0: fresh
+        views)."""
+        return f"{self.method}-A{self.num_augmentations}-s{self.seed}"
 
 
 def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
@@ -275,7 +277,7 @@ def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_
         ckpt_path.unlink(missing_ok=True)
     curve = pd.DataFrame([{"method": method, "num_augmentations": task.num_augmentations, **row}
                           for row in rows if "objective" in row], columns=CURVE_COLUMNS)
-    return RunResult(method, task.num_augmentations, curve, task.model, task.view_ids or [])
+    return RunResult(method, task.num_augmentations, curve, task.model, task.view_ids or [], cfg.seed)
 
 
 def knn1_test_accuracy(model: ContrastiveModel, cfg: ConvergenceConfig) -> float:
@@ -359,23 +361,32 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
 
 
 def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> StudyResult:
-    """Run the study of ``params`` (section ``emc2_convergence``) and write it to ``out_dir``.
+    """Run the study of ``params`` (section ``emc2_convergence``) once per seed of its ``seeds`` and write it to
+    ``out_dir``.
 
-    ``config.json``: the resolved :class:`~isogclr.config.ConvergenceConfig` (and the
-    :class:`~isogclr.config.ConvergenceStudy` keys); ``convergence.csv`` (:data:`CURVE_COLUMNS`) and
-    ``augmentations.csv``: the two tables of the report, written atomically once the whole study has run.
-    Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it finishes,
-    run ``<out_dir>/<method>-A<A>`` (A0: fresh views), one row per epoch: ``step`` at its end and ``seconds``
-    of its training steps (evaluations excluded). ``ckpt_dir``: the runs' checkpoints (:func:`train_method`).
+    ``config.json``: the resolved :class:`~isogclr.config.ConvergenceConfig` (its ``seed`` is the first seed) and
+    the :class:`~isogclr.config.ConvergenceStudy` keys; ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
+    and ``augmentations.csv`` (``seed`` first): the two tables of the report, written atomically once the whole
+    study has run. Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it
+    finishes, run ``<out_dir>/<method>-A<A>-s<seed>`` (A0: fresh views), one row per epoch: ``step`` at its end and
+    ``seconds`` of its training steps (evaluations excluded). ``ckpt_dir``: the runs' checkpoints
+    (:func:`train_method`).
     """
     cfg, spec = convergence_config(params), convergence_study(params)
     out_dir = Path(out_dir)
-    study = run_study(cfg, augmentation_values=spec.augmentation_values, augmentation_methods=("emc2",),
-                      reference_methods=("simclr",), infinite_augmentation=spec.infinite_augmentation,
-                      ckpt_dir=ckpt_dir, out_dir=out_dir)
+    studies = [run_study(dataclasses.replace(cfg, seed=seed), augmentation_values=spec.augmentation_values,
+                         augmentation_methods=("emc2",), reference_methods=("simclr",),
+                         infinite_augmentation=spec.infinite_augmentation, ckpt_dir=ckpt_dir, out_dir=out_dir)
+               for seed in spec.seeds]
+    tables = {name: pd.concat([getattr(one, name).assign(seed=seed) for seed, one in zip(spec.seeds, studies,
+                                                                                         strict=True)],
+                              ignore_index=True)
+              for name in ("convergence", "augmentations")}
+    study = StudyResult(*(t[["seed", *t.columns.drop("seed")]] for t in tables.values()),
+                        sum(one.seconds for one in studies), [run for one in studies for run in one.runs])
     save_text(study.convergence.to_csv(index=False), out_dir / "convergence.csv")
     save_text(study.augmentations.to_csv(index=False), out_dir / "augmentations.csv")
     save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
-               "augmentation_values": list(spec.augmentation_values),
+               "augmentation_values": list(spec.augmentation_values), "seeds": list(spec.seeds),
                "infinite_augmentation": spec.infinite_augmentation}, out_dir / "config.json")
     return study

@@ -12,7 +12,7 @@ A run writes into ``out_dir``:
 * ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`, plus ``encoder.timm_name``: the
   timm name that loads ``encoder.pt`` (see :mod:`isogclr.models.encoders`);
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
-* only with ``export=True`` (the first Table 1 seed, ``train --export-seed``): ``artifacts/encoder.pt``, the
+* only with ``export=True`` (the first Table 1 seeds, ``train --export-seed``): ``artifacts/encoder.pt``, the
   encoder's state_dict with floating tensors in float16 (small enough to commit; timm's
   ``create_model(..., checkpoint_path=...)`` loads it), and ``artifacts/features.pt``, the frozen
   features (float16) and labels (int64) of the test split, ``{"test", "test_labels"}``, plus those of the
@@ -32,6 +32,7 @@ checkpoint is removed once the run's outputs are written.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from pathlib import Path
 
 import torch
@@ -42,18 +43,8 @@ from .. import timing
 from ..config import RunConfig
 from ..data import ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
+from ..data.base import StreamConfig
 from ..data.splits import validation_split
-from ..data.streaming import (
-    LoaderSpec,
-    StreamConfig,
-    check_distinct,
-    epoch_loader,
-    eval_loader,
-    eval_transform,
-    load_stream,
-    simclr_transform,
-    to_normalized,
-)
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features, linear_probe
 from ..io import csv_text, save_json, save_text, save_torch
@@ -63,6 +54,13 @@ from .curves import write_curves
 from .distributed import gather_no_grad, gather_with_grad, resolve_device
 from .engine import fit, log
 from .optim import build_optimizer
+
+
+def _streaming():
+    """:mod:`isogclr.data.streaming`, imported by name: only a run with ``train.stream`` on a streamed dataset
+    needs it, so an in-memory run's stage does not depend on the paper-scale loaders
+    (:func:`isogclr.code_deps.run_modules` adds it where a section streams)."""
+    return importlib.import_module("isogclr.data.streaming")
 
 
 class UnimodalTask:
@@ -113,8 +111,9 @@ class UnimodalTask:
             self.augment = simclr_augmentation(cfg.augment, train_data.images.shape[-1]).to(device)
             self.dataset = IndexedImageDataset(train_data)
         else:
-            self.loader_spec = LoaderSpec(self.batch_size, cfg.stream.num_workers, cfg.stream.prefetch_factor,
-                                          cfg.stream.pin_memory and device.type == "cuda")
+            self.loader_spec = _streaming().LoaderSpec(self.batch_size, cfg.stream.num_workers,
+                                                       cfg.stream.prefetch_factor,
+                                                       cfg.stream.pin_memory and device.type == "cuda")
         self.metrics: dict = {}
         if random_init_baseline and ctx.is_main:
             self.metrics["random_init_top1"] = evaluate_encoder(model, train_eval, test_data, cfg, device)["top1"]
@@ -122,8 +121,8 @@ class UnimodalTask:
     def begin_epoch(self, epoch: int, start: int) -> None:
         cfg, ctx = self.cfg, self.ctx
         self.epoch = epoch
-        self.order = torch.randperm(self.n, generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
-        self.streamed = None if cfg.stream is None else iter(epoch_loader(
+        self.order = torch.randperm(self.n, generator=keyed.epoch_generator(cfg.seed, epoch))
+        self.streamed = None if cfg.stream is None else iter(_streaming().epoch_loader(
             self.train_data, self.loader_spec, epoch, cfg.seed, ctx.rank, ctx.world_size, start_batch=start))
 
     def loss(self, b: int) -> torch.Tensor:
@@ -140,8 +139,11 @@ class UnimodalTask:
             x = to_float(images)
             views = torch.cat([self.augment(x, u) for u in draws]).contiguous(memory_format=self.memory_format)
         else:  # [all first views, all second views], as the in-memory path
-            views = to_normalized(images.transpose(0, 1).flatten(0, 1)).contiguous(memory_format=self.memory_format)
-            check_distinct(gather_no_grad(index), self.n)  # the per-sample state's key: distinct across processes
+            streaming = _streaming()
+            views = streaming.to_normalized(images.transpose(0, 1).flatten(0, 1)).contiguous(
+                memory_format=self.memory_format)
+            # the per-sample state's key: distinct across processes
+            streaming.check_distinct(gather_no_grad(index), self.n)
         with torch.autocast(device.type, dtype=self.amp_dtype or torch.bfloat16, enabled=self.use_amp):
             _, proj = self.forward(views)
         proj, kwargs = proj.float(), {}
@@ -233,17 +235,18 @@ def load_splits(cfg: RunConfig):
     if cfg.validation_fraction:
         raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
                          "supported; tune on an in-memory dataset")
-    size = cfg.stream.image_size
-    train_data = load_stream(cfg.dataset, cfg.data_root, "train", simclr_transform(cfg.augment, size))
-    test_data = load_stream(cfg.dataset, cfg.data_root, "test", eval_transform(size), views=1)
-    return train_data, test_data, train_data.with_transform(eval_transform(size), views=1)
+    size, streaming = cfg.stream.image_size, _streaming()
+    train_data = streaming.load_stream(cfg.dataset, cfg.data_root, "train",
+                                       streaming.simclr_transform(cfg.augment, size))
+    test_data = streaming.load_stream(cfg.dataset, cfg.data_root, "test", streaming.eval_transform(size), views=1)
+    return train_data, test_data, train_data.with_transform(streaming.eval_transform(size), views=1)
 
 
 def _features(encoder: torch.nn.Module, data, device: torch.device, stream: StreamConfig | None) -> torch.Tensor:
     """Frozen features of a split held in memory, or of a streamed one (evaluation views decoded by workers)."""
     if isinstance(data, ImageData):
         return extract_features(encoder, data.images, device)
-    batches = eval_loader(data, stream.eval_batch_size, stream.num_workers)
+    batches = _streaming().eval_loader(data, stream.eval_batch_size, stream.num_workers)
     return torch.cat([extract_features(encoder, images, device) for images, _, _ in batches])
 
 

@@ -44,8 +44,8 @@ from ..config import (
     tuning_spec,
 )
 from ..io import csv_text, save_json, save_text
+from ..losses.numerics import TrainingDiverged
 from . import distributed
-from .monitor import TrainingDiverged
 
 # a candidate run's metrics -> its validation score (%), by selection section
 SCORES: dict[str, Callable[[dict], float]] = {
