@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isogclr.analysis.stats import bootstrap_spearman, paired_differences, t_interval
+from isogclr.analysis.stats import bootstrap_spearman, paired_differences, rerun_probability, t_interval
 from isogclr.analysis.verdicts import (
     COLUMNS,
     Verdict,
@@ -24,7 +24,6 @@ from isogclr.analysis.verdicts import (
     not_testable,
     paper_difference,
     per_seed,
-    rerun_probability,
     write_verdicts,
 )
 

@@ -58,7 +58,7 @@ def test_dvc_repro_smoke_profile_writes_table1(tmp_path):
     standard = (repo / "reports" / "tables" / "standard_batch.md").read_text()  # EMC2 at the standard batch
     assert all(f"| {m}" in standard for m in ("simclr", "sogclr", "negcache", "emc2"))
     augmentations = (repo / "reports" / "tables" / "emc2_augmentations.md").read_text()
-    assert "('emc2', 'inf')" in augmentations  # the infinite-augmentation EMC2 beside the pre-computed A
+    assert "(0, 'emc2', 'inf')" in augmentations  # the infinite-augmentation EMC2 beside the pre-computed A (seed 0)
     budgets = (repo / "reports" / "tables" / "table34_epochs.md").read_text()  # Tables 3/4: two epoch budgets
     assert "ours 1 ep" in budgets and "ours 2 ep" in budgets and "paper CIFAR10-LT 800 ep" in budgets
     assert "79.69" in budgets  # iSogCLR's CIFAR10-LT number after 800 epochs (paper Table 4)

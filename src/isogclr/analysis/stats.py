@@ -184,3 +184,38 @@ def at_bound(values: Iterable[float], bounds: Mapping[str, float], rtol: float =
         share = float((np.abs(x - bound) <= tol).mean())
         best = max(best, (share, name, bound, tol), key=lambda b: b[0])
     return best
+
+
+def rerun_probability(status: str, ci_low: float | None, ci_high: float | None, n_seeds: float | None,
+                      level: float = 0.95) -> float | None:
+    """The probability that a rerun on another machine type (a new draw of the training noise at the same seeds)
+    gives ``status`` again, from the interval [``ci_low``, ``ci_high``] over ``n_seeds`` seeds: with the standard
+    error se = half-width / t(level, n - 1) and the rerun's estimate m' ~ N(ours, 2 se^2) under an interval of
+    our width, P(supported) = Phi(low / (sqrt(2) se)), P(contradicted) = Phi(-high / (sqrt(2) se)),
+    P(inconclusive) = Phi(-low / (sqrt(2) se)) - Phi(-high / (sqrt(2) se)). An exact computation (an interval
+    and no seeds) gives 1; no interval, or a not-testable verdict, None.
+
+    A run repeated on a machine of another type is not the same run: its kernels round differently, and at the mini
+    profile's rates a difference of one rounding grows ~10x per step (``docs/scale.md``), so it is another draw of
+    the training noise at the same seeds (measured: the committed runs of e2c3101 against their forced rerun on
+    another machine type differed in 124 of 124 values, by a median of 1.18 points; two seeds of a Table 1 run
+    differ by a median of 1.45). ``p_rerun`` is the probability that such a rerun gives the same status: the rerun's
+    estimate is drawn around ours with twice our estimate's variance (our error and its own), its interval has our
+    width, and the standard error is the interval's half-width over the t quantile of its seeds. A verdict is
+    **settled** when ``p_rerun`` is at least :data:`~isogclr.analysis.verdicts.RERUN_SETTLED`; an exact computation
+    always is (``p_rerun`` 1), a not-testable one never (no number)."""
+    def missing(x: float | None) -> bool:
+        return x is None or (isinstance(x, float) and math.isnan(x))
+
+    if status == "not testable" or missing(ci_low) or missing(ci_high):
+        return None
+    if missing(n_seeds):
+        return 1.0  # exact: no training noise to draw again
+    if n_seeds < 2:
+        return None
+    se = (ci_high - ci_low) / 2 / float(stats.t.ppf(0.5 + level / 2, int(n_seeds) - 1))
+    if se <= 0:  # identical values on every seed: a rerun's are the same
+        return 1.0
+    spread = math.sqrt(2) * se
+    above, below = stats.norm.cdf(ci_low / spread), stats.norm.cdf(-ci_high / spread)
+    return float({"supported": above, "contradicted": below, "inconclusive": 1 - above - below}[status])

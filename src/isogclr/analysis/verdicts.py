@@ -21,15 +21,9 @@ power given the observed spread of the per-seed differences and the number of se
 number of seeds that would detect an effect of the paper's size with that power at the observed spread
 (:func:`~isogclr.analysis.stats.seeds_needed`; ``">100"`` beyond :data:`~isogclr.analysis.stats.MAX_SEEDS`).
 
-**Settled across machines** (:func:`rerun_probability`, the ``p_rerun`` column). A run repeated on a machine of
-another type is not the same run: its kernels round differently, and at the mini profile's rates a difference of
-one rounding grows ~10x per step (``docs/scale.md``), so it is another draw of the training noise at the same seeds
-(measured: the committed runs of e2c3101 against their forced rerun on another machine type differed in 124 of 124
-values, by a median of 1.18 points; two seeds of a Table 1 run differ by a median of 1.45). ``p_rerun`` is the
-probability that such a rerun gives the same status: the rerun's estimate is drawn around ours with twice our
-estimate's variance (our error and its own), its interval has our width, and the standard error is the interval's
-half-width over the t quantile of its seeds. A verdict is **settled** when ``p_rerun`` is at least
-:data:`RERUN_SETTLED`; an exact computation always is (``p_rerun`` 1), a not-testable one never (no number).
+**Settled across machines**: the ``p_rerun`` column, the probability that a rerun on a machine of another type
+(another draw of the training noise at the same seeds) gives the same status
+(:func:`~isogclr.analysis.stats.rerun_probability`); a verdict is settled when it is at least :data:`RERUN_SETTLED`.
 
 Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :func:`effect` (any per-seed
 difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
@@ -60,6 +54,7 @@ from .stats import (
     bootstrap_spearman,
     min_detectable_effect,
     paired_differences,
+    rerun_probability,
     seeds_needed,
     t_interval,
 )
@@ -106,30 +101,6 @@ class Verdict:
             if self.ci_low <= 0 <= self.ci_high:
                 raise ValueError(f"{self.status!r} with an interval containing 0: [{self.ci_low}, {self.ci_high}] "
                                  f"({self.claim!r})")
-
-
-def rerun_probability(status: str, ci_low: float | None, ci_high: float | None, n_seeds: float | None,
-                      level: float = LEVEL) -> float | None:
-    """The probability that a rerun on another machine type (a new draw of the training noise at the same seeds)
-    gives ``status`` again, from the interval [``ci_low``, ``ci_high``] over ``n_seeds`` seeds: with the standard
-    error se = half-width / t(level, n - 1) and the rerun's estimate m' ~ N(ours, 2 se^2) under an interval of
-    our width, P(supported) = Phi(low / (sqrt(2) se)), P(contradicted) = Phi(-high / (sqrt(2) se)),
-    P(inconclusive) = Phi(-low / (sqrt(2) se)) - Phi(-high / (sqrt(2) se)). An exact computation (an interval
-    and no seeds) gives 1; no interval, or a not-testable verdict, None."""
-    from scipy import stats as scipy_stats
-
-    if status == "not testable" or ci_low is None or ci_high is None or pd.isna(ci_low) or pd.isna(ci_high):
-        return None
-    if n_seeds is None or pd.isna(n_seeds):
-        return 1.0  # exact: no training noise to draw again
-    if n_seeds < 2:
-        return None
-    se = (ci_high - ci_low) / 2 / float(scipy_stats.t.ppf(0.5 + level / 2, int(n_seeds) - 1))
-    if se <= 0:  # identical values on every seed: a rerun's are the same
-        return 1.0
-    spread = math.sqrt(2) * se
-    above, below = scipy_stats.norm.cdf(ci_low / spread), scipy_stats.norm.cdf(-ci_high / spread)
-    return float({"supported": above, "contradicted": below, "inconclusive": 1 - above - below}[status])
 
 
 def status_of(interval: Interval | None) -> str:

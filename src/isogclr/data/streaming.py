@@ -8,11 +8,8 @@ path (:class:`PackedStrings`: one byte buffer, no Python object per sample, so f
 and one label per sample. Each ``__getitem__`` opens one file, decodes it with PIL and applies the papers'
 augmentations with ``torchvision.transforms.v2`` in the worker; the main process receives uint8 batches.
 
-Every sample carries its dataset index (its position in the list), the key of the per-sample state
-(s_i, u_i, tau_i). Distinct indices per epoch across processes come from :func:`epoch_loader`
-(a :class:`torch.utils.data.DistributedSampler` without replacement, reseeded by epoch).
-
-Two sample kinds:
+Every sample carries its dataset index (its position in the list), the key of the per-sample state (s_i, u_i,
+tau_i); :func:`epoch_loader` gives distinct indices per epoch across processes (a ``DistributedSampler``). Two kinds:
 
 * :class:`StreamingImages` (unimodal): ``(views uint8 (2, 3, S, S), label, index)``, two SimCLR views
   (:func:`simclr_transform`: RandomResizedCrop S, flip, colour jitter, grayscale, optional blur);
