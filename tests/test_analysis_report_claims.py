@@ -30,6 +30,7 @@ def test_tsne_verdicts_are_paired_by_seed():
     assert out[0].status == "supported" and out[1].status == "supported"  # +0.02 +-0.01; +5.33 +-0.6
     assert out[2].effect == pytest.approx(((38 - 39) + (37 - 39.5) + (38.5 - 38)) / 3)
     assert out[3].n_seeds == 3 and out[3].effect == pytest.approx(0.3 * (1 + 0.1))  # mean of 0.3, 0.33, 0.36
+    assert out[3].claim.endswith("away from clusters (isogclr-synth10_lt)")  # one name whatever the seeds
     assert "seed 1: 0.2200 / 0.5500 / 0.3300" in out[3].evidence
     one = tsne_verdicts(table.loc[[0]], {0: SUMMARY}, claimed="isogclr", dataset="synth10", lt_runs={0: runs[0]})
     assert all(v.status == "not testable" for v in one) and "one seed" in one[0].evidence

@@ -159,7 +159,7 @@ def tsne_verdicts(table: pd.DataFrame, summaries: Mapping[int, pd.DataFrame], *,
     far = {seed: one.loc["smallest tau", "centroid_distance_mean"] for seed, one in summaries.items()}
     sizes = "; ".join(f"seed {seed}: {one.loc['largest tau', 'class_frequency_mean']:.0f} vs "
                       f"{one.loc['smallest tau', 'class_frequency_mean']:.0f}" for seed, one in summaries.items())
-    runs = ", ".join(lt_runs.values())
+    runs = ", ".join(sorted({run.rsplit("-s", 1)[0] for run in lt_runs.values()}))  # the claim names no seed
     out.append(effect(
         f"Fig. 5: large-tau samples sit in cluster centres, small-tau ones away from clusters ({runs})",
         {seed: far[seed] - near[seed] for seed in summaries},
