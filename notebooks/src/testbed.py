@@ -27,8 +27,8 @@ verdicts_second_pass = "reports/testbed/verdicts_fdc1988.csv"
 verdicts_one_rate = "reports/testbed/verdicts_ef22ab9.csv"
 verdicts_seven_seeds = "reports/testbed/verdicts_022cafd.csv"
 verdicts_nine_seeds = "reports/testbed/verdicts_621e4fa.csv"
-pilot_verdicts = "reports/testbed/verdicts_173e730.csv"  # every report's verdicts at 173e730: the pilot's spreads
-pilot_stages = "reports/testbed/repro_stages_173e730.csv"  # that forced repro's stage times and runs
+pilot_verdicts = "reports/testbed/verdicts_31bed6e.csv"  # every report's verdicts at 31bed6e: the pilot's spreads
+pilot_stages = "reports/testbed/repro_stages_e934723.csv"  # that forced repro's stage times and runs
 verdicts_keyed_before = "reports/testbed/verdicts_ec849f6.csv"  # every report's verdicts before keyed draws
 verdicts_last = "reports/testbed/verdicts_173e730.csv"  # the last forced repro's (keyed draws, the allocation's seeds)
 schedule_minutes = 54  # the hour with a margin
@@ -234,11 +234,11 @@ write_table(hour_moved.round(3), Path(reports_dir) / "tables" / "testbed_verdict
 # %% [markdown]
 # ## Seeds allocated by power
 #
-# Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from 173e730's
-# committed verdicts (the last forced repro, a pilot: the sd of a claim's paired differences is its MDE over the
-# MDE at sd 1; a group whose claims ran one seed borrows the median spread of the nearest group with seeds, named
-# in `sd source`) and its measured minutes per seed (that repro's stage times over the seeds they ran; for its
-# first ~25 minutes the machine was shared with other work, so those stages are slow), and proposes seeds per group that
+# Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from the committed
+# verdicts of the last forced repro (e934723, snapshot at 31bed6e: a pilot; the sd of a claim's paired differences
+# is its MDE over the MDE at sd 1; a group whose claims ran one seed would borrow the median spread of the nearest
+# group with seeds, named in `sd source`) and its measured minutes per seed (that repro's stage times over the
+# seeds they ran, on a machine running nothing else), and proposes seeds per group that
 # make the most claims detectable (MDE at most max(|paper's effect|, |our effect|)) within the hour's stage-minutes
 # (the schedule times the slots, minus the stages no group covers), with at least 3 seeds per group and Table 1 at
 # the seeds its median MDE of at most 3.5 points needs. MDEs are medians over a group's claims, in points.
@@ -263,7 +263,16 @@ display(Markdown(
     f"seeds ({other:.1f} go to the stages no group covers); the floor (3 seeds a group, {table1_seeds} for Table 1) "
     f"costs **{needed:.1f}**" + ("." if fits else
                                  f": it does not fit, so the table below is for the smallest schedule that pays it, "
-                                 f"**{schedule} minutes**, at 173e730's stage times.")))
+                                 f"**{schedule} minutes**, at e934723's stage times.")))
+differ = allocation[allocation["seeds now"].ne(allocation["seeds proposed"]) & allocation["group"].ne("total")]
+display(Markdown(
+    "params.yaml runs the proposal." if differ.empty else
+    "params.yaml differs from the proposal in " + "; ".join(
+        f"{group}: {now:.0f} seeds, proposed {proposed:.0f}"
+        for group, now, proposed in zip(differ["group"], differ["seeds now"], differ["seeds proposed"], strict=True))
+    + f" (claims detectable: {allocation['detectable now'].iloc[-1]:.0f} now, "
+      f"{allocation['detectable proposed'].iloc[-1]:.0f} proposed). A change of seeds changes runs, so it is taken "
+      "with the next forced regeneration."))
 allocation.round(2)
 
 # %% [markdown]
@@ -275,7 +284,7 @@ allocation.round(2)
 # - **every run**: each augmentation draw is keyed by (seed, epoch, sample index, view) (`isogclr.data.keyed`)
 #   instead of coming from one running generator, so a sample's views no longer depend on the process, the
 #   loader workers or where a run resumed (and the image-text text encoder's dropout is 0);
-# - **the seeds** follow the allocation above: Table 1 at 7 instead of 9, the ablations, the image-text side
+# - **the seeds** followed the allocation of e2c3101's pilot: Table 1 at 7 instead of 9, the ablations, the image-text side
 #   methods and SogCLR Table 4's second budget at 3 instead of 1; iSogCLR's image-text search moved to rho 1.6
 #   and 2.1, where its temperatures leave their lower bound;
 # - **the machine**: ec849f6's runs were made on another machine type (173e730's was a 2-core AMD EPYC with
