@@ -15,10 +15,8 @@ import pandas as pd
 from .verdicts import Verdict, effect, not_testable
 
 
-def _by_seed(table: pd.DataFrame, cfg: Any) -> dict[int, pd.DataFrame]:
-    """``table``'s rows per seed (a table without a ``seed`` column is the one seed ``cfg.seed``)."""
-    if "seed" not in table.columns:
-        return {int(cfg.seed): table}
+def _by_seed(table: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """``table``'s rows per seed (its ``seed`` column), in seed order."""
     return {int(seed): rows.drop(columns="seed") for seed, rows in table.groupby("seed", sort=True)}
 
 
@@ -28,7 +26,7 @@ def convergence_verdicts(curve: pd.DataFrame, cfg: Any) -> list[Verdict]:
     orders of magnitude below (that log10 ratio minus 2). ``cfg``: the study's settings (num_images,
     num_augmentations, batch_size, epochs, eval_every)."""
     ratios, finals = {}, []
-    for seed, rows in _by_seed(curve, cfg).items():
+    for seed, rows in _by_seed(curve).items():
         final = rows.sort_values("epoch").groupby("method").last()
         baselines = final.drop(index="emc2")
         ratios[seed] = baselines.grad_norm_sq.min() / final.loc["emc2", "grad_norm_sq"]
@@ -56,9 +54,12 @@ def augmentation_verdicts(augmentations: pd.DataFrame, cfg: Any, fresh_views: in
     number A of pre-computed views (per seed, the largest A minus the smallest; the evidence says on how many seeds
     it rises at every step), and comes closer to the fresh-views run's (|gap| at the smallest A minus at the
     largest; not testable without that run)."""
+    emc2 = augmentations[augmentations.method == "emc2"]
+    values = sorted(set(emc2.num_augmentations) - {fresh_views})
+    low, high = values[0], values[-1]
     rises, gains, closer, lines, has_fresh = 0, {}, {}, [], True
-    for seed, rows in _by_seed(augmentations, cfg).items():
-        emc2_all = rows[rows.method == "emc2"].set_index("num_augmentations").sort_index()
+    for seed, rows in _by_seed(emc2).items():
+        emc2_all = rows.set_index("num_augmentations").sort_index()
         knn = emc2_all.drop(index=fresh_views, errors="ignore").knn1_top1
         rises += bool((knn.diff().dropna() > 0).all())
         gains[seed] = knn.iloc[-1] - knn.iloc[0]
@@ -71,7 +72,6 @@ def augmentation_verdicts(augmentations: pd.DataFrame, cfg: Any, fresh_views: in
         else:
             has_fresh = False
         lines.append(line)
-    low, high = knn.index[0], knn.index[-1]
     out = [effect(
         "Fig. 3: EMC2's accuracy improves as the number of pre-computed augmentations grows",
         gains, what=f"1-NN top-1 at A={high} - at A={low}",

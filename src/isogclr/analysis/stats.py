@@ -195,15 +195,8 @@ def rerun_probability(status: str, ci_low: float | None, ci_high: float | None, 
     P(inconclusive) = Phi(-low / (sqrt(2) se)) - Phi(-high / (sqrt(2) se)). An exact computation (an interval
     and no seeds) gives 1; no interval, or a not-testable verdict, None.
 
-    A run repeated on a machine of another type is not the same run: its kernels round differently, and at the mini
-    profile's rates a difference of one rounding grows ~10x per step (``docs/scale.md``), so it is another draw of
-    the training noise at the same seeds (measured: the committed runs of e2c3101 against their forced rerun on
-    another machine type differed in 124 of 124 values, by a median of 1.18 points; two seeds of a Table 1 run
-    differ by a median of 1.45). ``p_rerun`` is the probability that such a rerun gives the same status: the rerun's
-    estimate is drawn around ours with twice our estimate's variance (our error and its own), its interval has our
-    width, and the standard error is the interval's half-width over the t quantile of its seeds. A verdict is
-    **settled** when ``p_rerun`` is at least :data:`~isogclr.analysis.verdicts.RERUN_SETTLED`; an exact computation
-    always is (``p_rerun`` 1), a not-testable one never (no number)."""
+    Why a rerun elsewhere is a new draw, and the measured spread: ``docs/reproducibility.md`` ("Randomness, processes
+    and machines"); the threshold of a settled verdict: :data:`~isogclr.analysis.verdicts.RERUN_SETTLED`."""
     def missing(x: float | None) -> bool:
         return x is None or (isinstance(x, float) and math.isnan(x))
 

@@ -228,16 +228,14 @@ def method_config(params: dict[str, Any], name: str) -> MethodConfig:
     spec.pop(PIN, None)
     if space is None and untuned is not None:
         raise ConfigError(f"methods.{name}.{UNTUNED}: a candidate of methods.{name}.{SEARCH}, which is not set")
-    marked = sorted(k for k, v in spec.items() if v == SELECTED)
-    searched = set(search_points(space, f"methods.{name}.{SEARCH}")[0]) if space is not None else set()
-    for knob in marked:
-        if knob not in searched:
-            raise ConfigError(f"methods.{name}.{knob}: {SELECTED!r} marks a knob of methods.{name}.{SEARCH}, and "
-                              f"{knob} is not one (searched: {sorted(searched) or 'none'}); give it a value")
+    where = f"methods.{name}.{SEARCH}"
+    points = search_points(space, where) if space is not None else [{}]
+    for knob in sorted(k for k, v in spec.items() if v == SELECTED):
+        if knob not in points[0]:
+            raise ConfigError(f"methods.{name}.{knob}: {SELECTED!r} marks a knob of {where}, and {knob} is not one "
+                              f"(searched: {sorted(points[0]) or 'none'}); give it a value")
         del spec[knob]
     if space is not None:
-        where = f"methods.{name}.{SEARCH}"
-        points = search_points(space, where)
         both = sorted(set(points[0]) & set(spec))
         if both:
             raise ConfigError(

@@ -378,12 +378,12 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
                          augmentation_methods=("emc2",), reference_methods=("simclr",),
                          infinite_augmentation=spec.infinite_augmentation, ckpt_dir=ckpt_dir, out_dir=out_dir)
                for seed in spec.seeds]
-    tables = {name: pd.concat([getattr(one, name).assign(seed=seed) for seed, one in zip(spec.seeds, studies,
-                                                                                         strict=True)],
-                              ignore_index=True)
-              for name in ("convergence", "augmentations")}
-    study = StudyResult(*(t[["seed", *t.columns.drop("seed")]] for t in tables.values()),
-                        sum(one.seconds for one in studies), [run for one in studies for run in one.runs])
+    def stacked(name: str) -> pd.DataFrame:  # the seeds' tables one under the other, ``seed`` the first column
+        return pd.concat({seed: getattr(one, name) for seed, one in zip(spec.seeds, studies, strict=True)},
+                         names=["seed", None]).reset_index(level="seed").reset_index(drop=True)
+
+    study = StudyResult(stacked("convergence"), stacked("augmentations"), sum(one.seconds for one in studies),
+                        [run for one in studies for run in one.runs])
     save_text(study.convergence.to_csv(index=False), out_dir / "convergence.csv")
     save_text(study.augmentations.to_csv(index=False), out_dir / "augmentations.csv")
     save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
