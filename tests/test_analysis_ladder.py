@@ -27,7 +27,7 @@ from isogclr.analysis.ladder import (
     trend_sentence,
 )
 from isogclr.analysis.stats import t_interval
-from isogclr.analysis.tuning import candidates_table, selection_table
+from isogclr.analysis.tuning import candidates_table, selection_margin, selection_table
 from isogclr.config import study_reports
 
 from .conftest import ROOT
@@ -200,6 +200,10 @@ def test_selection_table(tmp_path, smoke_params):
     assert simclr["search space"] == "tau ∈ {0.1, 0.3}" and simclr["candidates"] == 2 and simclr["seeds"] == "0, 1"
     assert simclr["selected"] == "tau=0.3" and simclr["replaces in params.yaml"] == "—"  # the smoke value is 0.3
     assert (simclr["val top-1 selected"], simclr["val top-1 best"], simclr["val top-1 worst"]) == (46.0, 46.0, 41.0)
+    # the winner's margin over the runner-up, paired by seed: 5, 5 (no spread) is resolved; 6, 4 is within the
+    # t interval's half-width at 2 seeds (12.71 x 1.414 / 1.414)
+    assert (simclr["margin over runner-up"], simclr["selection"]) == ("+5.00 [+5.00, +5.00]", "resolved")
+    assert (isogclr["margin over runner-up"], isogclr["selection"]) == ("+5.00 [-7.71, +17.71]", "within its noise")
     assert isogclr["search space"] == "2 listed over rho ∈ {0.3, 0.4}; tau_init ∈ {0.1, 0.7}"
     assert isogclr["selected"] == "rho=0.3, tau_init=0.7" and isogclr["replaces in params.yaml"] == "—"
     params["methods"]["isogclr"]["untuned"] = 1  # the untuned runs' candidate: what the selection replaces
@@ -210,6 +214,12 @@ def test_selection_table(tmp_path, smoke_params):
                                         "selected"]
     assert candidates["selected"].tolist() == [False, True, True, False]
     assert candidates["val_top1"].tolist() == [41.0, 46.0, 50.0, 45.0]
+
+
+def test_selection_margin_at_one_seed_says_its_noise_is_not_measured():
+    frame = pd.DataFrame({"candidate": [0, 1, 2], "seed": [0, 0, 0], "val_top1": [40.0, 41.5, 39.0]})
+    margin = selection_margin(frame)
+    assert margin["margin"] == pytest.approx(1.5) and margin["selection"] == "noise not measured (one seed)"
 
 
 def test_missing_or_stale_tuning_files_name_the_stage(tmp_path, smoke_params):

@@ -211,9 +211,10 @@ display(Markdown("\n".join(lines) if lines else "No budget ladder in this profil
 # validation accuracy of the selected, best and worst candidates, and the params.yaml value each selected knob
 # replaced where it differs.
 #
-# How much a selection can say: at the mini profile's one tuning seed and 20% of synth10_lt's training set
-# (about 250 images, so one image is 0.4 points), candidates a point or two apart are not told apart by the
-# data; the selection is the budget's best guess, made the same way for every method.
+# How much a selection can say: the column `selection` compares the winner's margin over the runner-up, paired
+# by seed, with the selection's own noise: `resolved` when its 95% t interval over the tuning seeds lies above 0,
+# `within its noise` when another draw of the seeds could have picked the runner-up, and `noise not measured`
+# at one tuning seed, where the selection is the budget's best guess, made the same way for every method.
 
 # %%
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table

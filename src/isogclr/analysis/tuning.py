@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, method_settings, selection_path, tuning_spec
+from .stats import t_interval
 from .tables import MISSING
 
 TUNE_PIPELINE = "pipelines/tune/dvc.yaml"  # pipelines/tune_bimodal/dvc.yaml for bimodal_tuning
@@ -112,6 +113,36 @@ def _per_candidate(frame: pd.DataFrame, score: str = "val_top1") -> pd.DataFrame
     return out.reset_index()
 
 
+def selection_margin(frame: pd.DataFrame, score: str = "val_top1") -> dict[str, Any]:
+    """The winner's margin over the runner-up, paired by seed, against the selection's own noise.
+
+    ``frame``: a method's ``candidates.csv`` (one row per candidate and seed). The winner and the runner-up are
+    the two best candidates by mean score; their per-seed differences d_s give the margin (mean of d_s) and its
+    95% Student-t interval over the seeds both ran. ``selection`` says what that supports: ``resolved`` (the
+    interval lies above 0: the winner's margin exceeds the selection's noise), ``within its noise`` (it contains
+    0: another draw of the seeds could pick the runner-up), or ``noise not measured (one seed)``."""
+    if frame["candidate"].nunique() < 2:
+        return {"margin": math.nan, "low": math.nan, "high": math.nan, "selection": "one candidate"}
+    means = frame.groupby("candidate")[score].mean().sort_values(ascending=False, kind="stable")
+    winner, runner_up = means.index[:2]
+    by_seed = frame.pivot_table(index="seed", columns="candidate", values=score)
+    diffs = (by_seed[winner] - by_seed[runner_up]).dropna()
+    if len(diffs) < 2:
+        margin = float(diffs.mean()) if len(diffs) else math.nan
+        return {"margin": margin, "low": math.nan, "high": math.nan, "selection": "noise not measured (one seed)"}
+    interval = t_interval(diffs.tolist())
+    return {"margin": interval.estimate, "low": interval.low, "high": interval.high,
+            "selection": "resolved" if interval.low > 0 else "within its noise"}
+
+
+def _margin_text(margin: dict[str, Any]) -> str:
+    if math.isnan(margin["margin"]):
+        return MISSING
+    if math.isnan(margin["low"]):
+        return f"{margin['margin']:+.2f}"
+    return f"{margin['margin']:+.2f} [{margin['low']:+.2f}, {margin['high']:+.2f}]"
+
+
 def params_value(params: dict[str, Any], method: str, knob: str) -> Any:
     """The value params.yaml gives ``knob`` of ``method`` in the runs that are not tuned: ``methods.<method>.<knob>``
     (a searched knob: its ``untuned`` candidate's), or the dotted key itself when ``knob`` has a dot
@@ -169,13 +200,15 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
                     section: str = "tuning") -> pd.DataFrame:
     """One row per tuned method (index ``method``): its search space, the candidates tried, the seeds, the
     selected knobs, the validation top-1 of the selected (``selected.json``), best and worst candidate (mean over
-    seeds, from ``candidates.csv``), and the params.yaml value each selected knob replaced where it differs
+    seeds, from ``candidates.csv``), the winner's margin over the runner-up with the selection's noise
+    (:func:`selection_margin`), and the params.yaml value each selected knob replaced where it differs
     (``knob: params.yaml value → selected``; "default" where params.yaml does not set the knob)."""
     rows, score = [], TUNING_SECTIONS[section]
     label = {"val_top1": "val top-1", "val_recall": "val recall"}[score]
     for method in tuned_methods(params, section):
         selected = load_selected(params, method, tuning_dir, section)
-        per_candidate = _per_candidate(load_candidates(method, tuning_dir, section), score)
+        candidates = load_candidates(method, tuning_dir, section)
+        per_candidate, margin = _per_candidate(candidates, score), selection_margin(candidates, score)
         space = selected.get("space") or {}
         replaced = []
         for knob, value in selected["knobs"].items():
@@ -191,6 +224,8 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
             f"{label} selected": round(float(selected[score]), 2),
             f"{label} best": round(float(per_candidate[score].max()), 2),
             f"{label} worst": round(float(per_candidate[score].min()), 2),
+            "margin over runner-up": _margin_text(margin),
+            "selection": margin["selection"],
             "replaces in params.yaml": "; ".join(replaced) or MISSING,
         })
     return pd.DataFrame(rows).set_index("method")
