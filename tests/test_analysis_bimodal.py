@@ -79,7 +79,8 @@ def test_side_claims_from_logs_runs_and_taus():
     large = large_tau_verdict(runs_frame(("clip", "clip_large_tau")), tau=1.0)
     assert large.status == "supported" and "tau 1.0" in large.evidence  # 5 < half of 20
     taus = pd.DataFrame([{"method": "isogclr_bimodal", "seed": s, "tau_image": 0.01 * f + 0.001 * (i % 3),
-                          "cluster_frequency": f} for s in range(2) for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
+                          "cluster": f, "cluster_frequency": f} for s in range(2)
+                         for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
     freq = tau_frequency_verdict(taus)
     assert freq.status == "supported" and freq.n_seeds == 2
     assert tau_frequency_verdict(taus.assign(method="clip_individual_tau")) is None

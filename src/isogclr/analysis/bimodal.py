@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,12 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..config import bimodal_run_id, bimodal_study_spec
+from .correlations import at_bound_reason
+from .groups import group_correlation, group_table
 from .studies import study_run_path
 from .tables import cell, mean_std
 from .temperatures import frame_bounds, recorded_bounds
 from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
-from .verdicts import correlation as correlation_verdict
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
                      "synth100": "CIFAR100"}
@@ -325,16 +327,26 @@ def autograd_tau_verdict(logs: pd.DataFrame, tau_init: float, method: str = "cli
 
 
 def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -> Verdict | None:
-    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau": Spearman of tau_image with
-    the pair's cluster frequency, per seed of ``method`` (:func:`~isogclr.analysis.verdicts.correlation`); None
-    when ``taus`` has no run of ``method``. Image temperatures mostly at one of the runs' bounds
-    (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
+    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau", judged over clusters (a
+    cluster has one frequency: :func:`.groups.group_correlation`): per seed of ``method``, Spearman(mean tau_image
+    per cluster, cluster frequency), the mean over seeds with a cluster bootstrap; the pair-level Spearman is in
+    the evidence as description. None when ``taus`` has no run of ``method``. Image temperatures mostly at one of
+    the runs' bounds (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
     mine = taus[taus.method == method]
     if not len(mine):
         return None
-    return correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
-                               {s: (g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")},
-                               what="Spearman(tau_image, cluster frequency) over pairs", bounds=frame_bounds(mine))
+    pairs = {s: _spearman(g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")}
+    verdict = group_correlation(
+        "Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
+        {s: group_table(g, "cluster", "cluster_frequency", "tau_image") for s, g in mine.groupby("seed")},
+        what="Spearman(mean tau_image per cluster, cluster frequency)",
+        description="over pairs (description only, not the verdict): " + ", ".join(
+            f"seed {s} {r:+.3f}" for s, r in pairs.items()))
+    bounds = frame_bounds(mine)
+    degenerate = at_bound_reason(mine.tau_image, bounds) if bounds else None
+    if degenerate is None:
+        return verdict
+    return replace(verdict, status="not testable", p_rerun=None, evidence=f"{degenerate}; {verdict.evidence}")
 
 
 def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame, paper_rows: dict[str, str],

@@ -24,8 +24,9 @@ import pandas as pd
 from nbconvert import HTMLExporter
 
 from ..io import save_text
+from .explain import PRECONDITION_NOTE, SETTLED_NOTE
 from .tables import FIGURE_METADATA
-from .verdicts import COLUMNS, RERUN_SETTLED, STATUSES, count_statuses
+from .verdicts import COLUMNS, STATUSES, count_statuses
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
@@ -53,16 +54,17 @@ assert tuple(_MARK) == STATUSES
 
 
 def _verdict(r) -> str:  # noqa: ANN001
-    """The status, and for a verdict with a number whether a rerun on another machine keeps it (``p_rerun``)."""
-    if r.p_rerun == "":
+    """The status with its qualifier (the ``qualifier`` column, :func:`.verdicts.qualifier`): "✗ contradicted,
+    settled", "✓ supported, not settled (p 0.61)", "? inconclusive (10 seeds would answer it at the paper's effect)"."""
+    if not r.qualifier:
         return _MARK[r.status]
-    return _MARK[r.status] + (" (settled)" if r.p_rerun >= RERUN_SETTLED else f" (unsettled: {r.p_rerun:.2f})")
+    return _MARK[r.status] + (f" ({r.qualifier})" if r.status == "inconclusive" else f", {r.qualifier}")
 
 
 def _settled_summary(verdicts: pd.DataFrame) -> str:
     """"; 9 of 14 supported or contradicted settled across machines" ("" when there is none)."""
     decided = verdicts[verdicts["status"].isin(("supported", "contradicted"))]
-    settled = pd.to_numeric(decided["p_rerun"], errors="coerce").ge(RERUN_SETTLED).sum()
+    settled = (decided["qualifier"] == "settled").sum()
     return f"; {settled} of {len(decided)} supported or contradicted settled across machines" if len(decided) else ""
 
 
@@ -209,11 +211,7 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
              "would need. The machine matters: on a machine of the type that made them a rerun gives the same "
              "bytes, but on another type every run differs (the committed runs of e2c3101 and their forced rerun on "
              "another type: 124 of 124 values, by a median of 1.18 points, where two seeds of a Table 1 run differ "
-             "by 1.45; docs/reproducibility.md). A verdict is settled when a rerun on a machine of another type, "
-             "whose rounding makes each run another draw of the training noise at the same seeds, would give the "
-             "same status with "
-             f"probability at least {RERUN_SETTLED:g} (\"unsettled\" shows that probability; `p_rerun` in "
-             "`verdicts/*.csv`, the rule in `isogclr.analysis.stats.rerun_probability`). At the mini scale they "
+             "by 1.45; docs/reproducibility.md). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " At the mini scale they "
              "test the direction of the papers' claims on "
              "small generated data, not their numbers.")
     save_text(f"# isogclr reports\n\n{intro}\n\n" + "\n".join(sections_md), reports_dir / "README.md")
