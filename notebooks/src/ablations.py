@@ -101,7 +101,7 @@ print(caption9)
 table9.round(2)
 
 # %%
-verdicts.append(rho_verdict(rho, paper9))
+verdicts.append(rho_verdict(rho, paper9, temps=study_temperatures(params, "rho", studies_dir)))
 
 # %% [markdown]
 # ## Table 8 and Figure 7 (left): tau for SimCLR / SogCLR against tau_init for iSogCLR

@@ -44,8 +44,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.studies import check_differs_only, collect_study, study_run_path
-from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, budget_study, epochs_table,
-                                     epochs_verdicts, no_learning_floors, table1_table, table1_verdicts)
+from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, budget_study, ceilings, epochs_table,
+                                     epochs_verdicts, longtail_gain_verdict, no_learning_floors, table1_table,
+                                     table1_verdicts)
 from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure, write_table
 from isogclr.analysis.testbed import reference_runs
 from isogclr.analysis.verdicts import write_verdicts
@@ -95,6 +96,7 @@ save_figure(fig, reports_dir, "table1_unimodal")
 
 # %%
 claims = table1_verdicts(runs, spec, floors=floors)
+claims.append(longtail_gain_verdict(runs, spec, "synth10_lt", "synth10"))
 pd.DataFrame(claims)
 
 # %% [markdown]
@@ -149,7 +151,7 @@ print(caption_all)
 table_all
 
 # %%
-claims += all_methods_verdicts(every, all_methods, extra.datasets, spec)
+claims += all_methods_verdicts(every, all_methods, extra.datasets, spec, floors=floors, ceiling=ceilings(references))
 
 
 # %% [markdown]

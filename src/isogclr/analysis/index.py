@@ -58,7 +58,7 @@ def _verdict(r) -> str:  # noqa: ANN001
     settled", "✓ supported, not settled (p 0.61)", "? inconclusive (10 seeds would answer it at the paper's effect)"."""
     if not r.qualifier:
         return _MARK[r.status]
-    return _MARK[r.status] + (f" ({r.qualifier})" if r.status == "inconclusive" else f", {r.qualifier}")
+    return _MARK[r.status] + (f", {r.qualifier}" if r.status in ("supported", "contradicted") else f" ({r.qualifier})")
 
 
 def _settled_summary(verdicts: pd.DataFrame) -> str:

@@ -85,6 +85,7 @@ class Verdict:
     mde: float | None = None
     seeds_needed: str | None = None
     p_rerun: float | None = None  # set by a builder whose interval is not a t interval (a bootstrap); else computed
+    precondition: str | None = None  # the failed precondition and its measured value (.preconditions.require)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -352,6 +353,8 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
         words = qualifier(v.status, p, v.ci_low, v.ci_high, v.n_seeds, v.paper_effect, v.effect)
         if v.p_rerun is not None and v.status == "inconclusive":  # a bootstrap over groups, not a t over seeds
             words = "a bootstrap over groups: more groups, not more seeds, would answer it"
+        if v.status == "not testable" and v.precondition:
+            words = v.precondition
         rows.append({**asdict(v), "p_rerun": p, "qualifier": words})
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,
                                                              "p_rerun": float})
