@@ -82,4 +82,4 @@ def _correlation_verdict(claim: str, by_seed: Mapping[Any, Interval], *, what: s
     estimates = {math.copysign(1, i.estimate) for i in by_seed.values() if i.estimate != 0}
     agree = "the seeds agree in sign" if len(estimates) <= 1 else "the seeds disagree in sign"
     return Verdict(claim, status, f"{what}, {listing}; {agree}; {said}", effect=mean, ci_low=low, ci_high=high,
-                   n_seeds=len(by_seed), paper_effect=paper_effect, p_rerun=p)
+                   n_seeds=len(by_seed), paper_effect=paper_effect, p_rerun=p, interval="bootstrap")

@@ -21,3 +21,26 @@ MULTIPLICITY_NOTE = (
     "Multiplicity: beside each status, the status under a Holm adjustment across every claim tested (each counted "
     "once): a supported or contradicted verdict keeps its status when its p value, times the number of claims "
     "still in play, stays below 0.05 (isogclr.analysis.multiplicity).")
+
+_DECIDED = ("supported", "contradicted")
+
+
+def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], holm: list[str] | None = None,
+                most: int = 3) -> str:
+    """The bottom line of a report, generated from its verdicts: which claims are supported or contradicted (settled
+    or not, and whether they survive Holm's adjustment across all claims), and how many are open or not testable.
+    E.g. "Bottom line: contradicted, settled: A. Not resolved at this scale: 7 inconclusive, 2 not testable."."""
+    holm = holm or [""] * len(claims)
+    decided = [(c, s, q, h) for c, s, q, h in zip(claims, statuses, qualifiers, holm, strict=True) if s in _DECIDED]
+    parts = []
+    for c, s, q, h in decided[:most]:
+        after = f" (Holm: {h})" if h and h != s else ""
+        parts.append(f"{s}{', ' + q if q else ''}{after}: {c}")
+    if len(decided) > most:
+        parts.append(f"and {len(decided) - most} more supported or contradicted")
+    open_ = sum(s == "inconclusive" for s in statuses)
+    untestable = sum(s == "not testable" for s in statuses)
+    rest = ", ".join(x for x in (f"{open_} inconclusive" if open_ else "",
+                                 f"{untestable} not testable" if untestable else "") if x)
+    head = "; ".join(parts) + "." if parts else "no claim is supported or contradicted."
+    return f"Bottom line: {head}" + (f" Not resolved at this scale: {rest}." if rest else "")

@@ -76,4 +76,5 @@ def group_correlation(claim: str, by_seed: Mapping[Any, pd.DataFrame], *, what: 
         status = "inconclusive"  # a bootstrap interval that misses its own estimate: too few groups to trust it
         evidence += "; the interval misses the estimate: inconclusive"
     return Verdict(claim, status, evidence, effect=estimate, ci_low=low, ci_high=high, n_seeds=len(tables),
-                   p_rerun=rerun_probability_bootstrap(status, low, high, float(boot.std(ddof=1))))
+                   p_rerun=rerun_probability_bootstrap(status, low, high, float(boot.std(ddof=1))),
+                   interval="bootstrap")

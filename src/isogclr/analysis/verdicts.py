@@ -59,7 +59,7 @@ from .stats import (
 
 STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
 COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde", "seeds_needed",
-           "p_rerun", "qualifier", "evidence")
+           "p_rerun", "qualifier", "interval", "repeats", "evidence")
 LEVEL = 0.95
 NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
 RERUN_SETTLED = SETTLED  # a supported / contradicted verdict a rerun keeps with this probability is settled (.rerun)
@@ -86,6 +86,8 @@ class Verdict:
     seeds_needed: str | None = None
     p_rerun: float | None = None  # set by a builder whose interval is not a t interval (a bootstrap); else computed
     precondition: str | None = None  # the failed precondition and its measured value (.preconditions.require)
+    interval: str = "t"  # how the interval was made: "t" (over seeds), "bootstrap", "exact" (.multiplicity)
+    repeats: str | None = None  # the claim of another report this row repeats on the same runs (counted once)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -283,7 +285,7 @@ def exact(claim: str, margin: float, evidence: str, *, paper_effect: float | Non
     margin = float(margin)
     evidence = f"{evidence}; exact computation (no seeds), margin {margin:+.4g}"
     return Verdict(claim, status_of(Interval(margin, margin, margin, 0)), evidence, effect=margin, ci_low=margin,
-                   ci_high=margin, paper_effect=paper_effect)
+                   ci_high=margin, paper_effect=paper_effect, interval="exact")
 
 
 def not_testable(claim: str, reason: str) -> Verdict:
