@@ -34,6 +34,7 @@ setup_report()  # cwd: the repository root, found from any folder; whole table c
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.studies import collect_study, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.small_batch import batch_verdicts, burn_in_verdict, curve_verdicts, emc2_verdicts, table6_verdict
@@ -50,6 +51,7 @@ small_b = small.values[0]
 standard = study_spec(params, "standard_batch")
 standard_b = standard.values[0]
 epochs = pretraining_epochs(params, study="batch_size")  # as the study's runs resolve them
+print(scale_sentence(params, {batch.dataset: epochs}, len(batch.seeds), extra=f"batch sizes {list(batch.values)}"))
 verdicts: list[Verdict] = []
 
 # %% [markdown]

@@ -44,3 +44,44 @@ def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], h
                                  f"{untestable} not testable" if untestable else "") if x)
     head = "; ".join(parts) + "." if parts else "no claim is supported or contradicted."
     return f"Bottom line: {head}" + (f" Not resolved at this scale: {rest}." if rest else "")
+
+
+def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
+    """``(training images, classes, pixels per side)`` of a generated or mini dataset of ``params`` (``data:``):
+    synth10 / synth100 take ``per_class`` images of each class, fashion_mnist_mini its ``per_class``; a ``_lt``
+    variant keeps int(n (1/100)^(r / (C - 1))) of the r-th class (imbalance ratio 100, as the data module does)."""
+    data = params.get("data") or {}
+    base = dataset.removesuffix("_lt")
+    if base.startswith("synth"):
+        classes = int(base.removeprefix("synth"))
+        per_class, side = int(data["synthetic"]["per_class"][classes][0]), int(data["synthetic"]["image_size"])
+    elif base == "fashion_mnist_mini":
+        classes, per_class = 10, int(data["fashion_mnist_mini"]["per_class"][0])
+        side = int(data["fashion_mnist_mini"]["image_size"])
+    else:
+        raise ValueError(f"no image count for dataset {dataset!r}")
+    if dataset.endswith("_lt"):
+        return sum(int(per_class * 0.01 ** (r / (classes - 1))) for r in range(classes)), classes, side
+    return per_class * classes, classes, side
+
+
+def scale_sentence(params: dict, epochs: dict[str, int], seeds: int, extra: str = "") -> str:
+    """One sentence of scale, "Scale: ...": per dataset its training images, classes, pixels and epochs, the encoder
+    (``model.encoder``: arch and width), the seeds; ``extra`` is appended (e.g. a study's batch sizes)."""
+    encoder = (params.get("model") or {}).get("encoder") or {}
+    sets = "; ".join(f"{d}: {n:,} training images of {c} classes, {side}x{side} pixels, {e} epochs"
+                     for d, e in epochs.items() for n, c, side in [train_images(params, d)])
+    return (f"Scale: {sets}; encoder {encoder.get('arch', '?')} width {encoder.get('width', '?')} trained from "
+            f"scratch on CPU; {seeds} seeds{'; ' + extra if extra else ''}.")
+
+
+def pairs_scale_sentence(params: dict, epochs: int, batch: int, seeds: int) -> str:
+    """The image-text reports' sentence of scale: the generated pairs (``data.synthetic_pairs``) and the image
+    encoder (``bimodal.image_encoder``)."""
+    pairs = (params.get("data") or {}).get("synthetic_pairs") or {}
+    encoder = ((params.get("bimodal") or {}).get("image_encoder")) or {}
+    init = "pre-trained with labels on synth100" if encoder.get("init") else "from scratch"
+    return (f"Scale: {int(pairs.get('num_pairs', 0)):,} generated image-text pairs of {pairs.get('num_clusters')} "
+            f"semantic clusters, {pairs.get('image_size')}x{pairs.get('image_size')} pixels; image encoder "
+            f"{encoder.get('arch', '?')} width {encoder.get('width', '?')} {init}; {epochs} epochs at batch {batch} "
+            f"on CPU; {seeds} seeds.")
