@@ -76,3 +76,21 @@ def test_the_small_batch_headline_is_an_interaction_under_its_premise():
     no_learning = headline_verdict(_batch_runs(simclr=(20.0, 16.2), sogclr=(28.0, 16.5)), [32, 512], PAPER3,
                                    floor=15.65)
     assert no_learning.precondition.startswith("the runs learned: simclr b=512 16.20 against a no-learning floor")
+
+
+def test_the_long_tailed_gain_is_a_paired_interaction():
+    from isogclr.analysis.table1 import longtail_gain_verdict
+    from isogclr.config.reports import TableSpec
+
+    rows = []
+    for s in range(3):
+        for dataset, gap in (("synth10", 0.5), ("synth10_lt", 2.5 + 0.1 * s)):
+            rows += [{"method": "simclr", "dataset": dataset, "seed": s, "top1": 40.0 + s},
+                     {"method": "isogclr", "dataset": dataset, "seed": s, "top1": 40.0 + s + gap}]
+    spec = TableSpec(methods=("simclr", "isogclr"), datasets=("synth10", "synth10_lt"), seeds=(0, 1, 2))
+    paper = pd.DataFrame({"method": ["isogclr", "simclr", "isogclr", "simclr"], "mean": [60.0, 58.0, 89.0, 88.5],
+                          "dataset": ["CIFAR10-LT", "CIFAR10-LT", "CIFAR10", "CIFAR10"]})
+    v = longtail_gain_verdict(pd.DataFrame(rows), spec, "synth10_lt", "synth10", paper=paper)
+    assert v.status == "supported" and v.effect == pytest.approx(2.1) and v.paper_effect == pytest.approx(1.5)
+    assert longtail_gain_verdict(pd.DataFrame(rows), spec, "synth10_lt", "synth100", paper=paper).status \
+        == "not testable"

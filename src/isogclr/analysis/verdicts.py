@@ -333,7 +333,8 @@ def qualifier(status: str, p_rerun: float | None, ci_low: float | None, ci_high:
     """The words after a status: "settled" / "not settled (p 0.61)" for a supported or contradicted verdict
     (:func:`~isogclr.analysis.rerun.is_settled`, p printed rounded down); for an inconclusive one with a t interval,
     how many seeds would answer it at the paper's effect, else at the effect we observed
-    (:func:`~isogclr.analysis.rerun.seeds_to_answer`); "" otherwise."""
+    (:func:`~isogclr.analysis.rerun.seeds_to_answer`; "... would have been seen at these seeds" when ours already
+    suffice: the effect is not there); "" otherwise."""
     settled = is_settled(status, p_rerun)
     if settled is not None:
         return "settled" if settled else f"not settled (p {floor_digits(p_rerun)})"
@@ -343,6 +344,8 @@ def qualifier(status: str, p_rerun: float | None, ci_low: float | None, ci_high:
     paper = paper_effect is not None and not (isinstance(paper_effect, float) and math.isnan(paper_effect))
     target, at = (paper_effect, "the paper's effect") if paper else (effect, "the observed effect")
     count = seeds_to_answer(ci_low, ci_high, int(n_seeds), target)
+    if count and count <= int(n_seeds):
+        return f"{at} would have been seen at these seeds"
     return f"{count} seeds would answer it at {at}" if count else f"more than {MAX_SEEDS} seeds at {at}"
 
 
@@ -355,8 +358,9 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
         words = qualifier(v.status, p, v.ci_low, v.ci_high, v.n_seeds, v.paper_effect, v.effect)
         if v.p_rerun is not None and v.status == "inconclusive":  # a bootstrap over groups, not a t over seeds
             words = "a bootstrap over groups: more groups, not more seeds, would answer it"
-        if v.status == "not testable" and v.precondition:
-            words = v.precondition
+        if v.status == "not testable":  # the failed precondition, or a short reason ("no runs", "no learning")
+            head = v.evidence.split(":", 1)[0]
+            words = v.precondition or (head if ":" in v.evidence and len(head) <= 30 else "")
         rows.append({**asdict(v), "p_rerun": p, "qualifier": words})
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,
                                                              "p_rerun": float})
