@@ -23,7 +23,7 @@ is at least 0.95. Measured by simulation (``tests/test_analysis_rerun.py``; true
 noise units in equal parts, a run and a rerun at the same true effect, 400,000 experiments per seed count): at
 7 seeds 97.5% of the verdicts called settled keep their status on the rerun (95.5% at a 0.9 threshold); at
 3 seeds the predictive never exceeds 0.54, so **no verdict resting on 3 seeds is settled**. Taken one effect size
-at a time, effects of 1 or 2 noise units keep 92% and 99% at 7 seeds, but effects of half a noise sd only 54%:
+at a time, effects of 1 or 2 noise units keep 92% and 99% at 7 seeds, but effects of half a noise sd about half:
 no rule that sees only one claim's seeds (its t statistic) reaches 90% there, since a large t at few seeds comes
 as often from a small sample sd as from a large effect. "Settled" never qualifies an inconclusive verdict: an
 inconclusive row says instead how many seeds would answer it (:func:`seeds_to_answer`).
