@@ -60,9 +60,18 @@ def test_table4_verdicts_pair_the_two_budgets():
     out = table4_verdicts(budgets, [("synth10", "top1")], PAPER4)
     assert [v.claim for v in out] == [
         "SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch [synth10 top1]",
-        "SogCLR Table 4: InfoNCE (CLIP) loses accuracy from 6 to 12 epochs, SogCLR does not [synth10 top1]"]
+        "SogCLR Table 4: InfoNCE (CLIP) loses accuracy from 6 to 12 epochs, SogCLR does not [synth10 top1]",
+        f"SogCLR Table 4: two-way SogCLR's advantage over CLIP holds at batch {sorted(set(PAPER4.batch_size))}"]
     assert out[0].status == "supported" and out[0].paper_effect == pytest.approx(2.0)
     assert out[1].status == "supported" and "CLIP 6 ep > 12 ep: supported" in out[1].evidence
+    assert out[2].status == "not testable" and out[2].evidence.startswith("no runs")
+    # CLIP still rising over the short budget (6 points from epoch 3 to 6): the saturation claim is not testable
+    logs = pd.DataFrame([{"method": "clip", "seed": s, "epoch": e, "retrieval_a_ir_r1": 2.0 * e} for s in range(3)
+                         for e in range(1, 13)])
+    rising = table4_verdicts(budgets, [("synth10", "top1")], PAPER4, logs=logs)[1]
+    assert rising.status == "not testable"
+    assert rising.precondition == ("CLIP saturated by the short budget: +6.00 points of retrieval_a_ir_r1 from "
+                                   "epoch 3 to 6")
     assert table4_verdicts(budgets[budgets.method == "clip"], [("synth10", "top1")], PAPER4) == []
 
 
@@ -79,7 +88,8 @@ def test_side_claims_from_logs_runs_and_taus():
     large = large_tau_verdict(runs_frame(("clip", "clip_large_tau")), tau=1.0)
     assert large.status == "supported" and "tau 1.0" in large.evidence  # 5 < half of 20
     taus = pd.DataFrame([{"method": "isogclr_bimodal", "seed": s, "tau_image": 0.01 * f + 0.001 * (i % 3),
-                          "cluster_frequency": f} for s in range(2) for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
+                          "cluster": f, "cluster_frequency": f} for s in range(2)
+                         for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
     freq = tau_frequency_verdict(taus)
     assert freq.status == "supported" and freq.n_seeds == 2
     assert tau_frequency_verdict(taus.assign(method="clip_individual_tau")) is None
@@ -95,9 +105,9 @@ def test_bimodal_verdicts_gather_every_claim_in_order():
     out = bimodal_verdicts(runs, methods, PAPER, {}, budgets, [("synth10", "top1")], PAPER4, logs, taus,
                            large_tau=1.0)
     claims = [v.claim for v in out]
-    assert len(out) == 9 + 2 + 1 + 1
-    assert claims[9].startswith("SogCLR Table 4: two-way") and claims[11].startswith("Figure 1 (right)")
-    assert claims[12].startswith("Figure 7 (right)")
+    assert len(out) == 9 + 3 + 1 + 1
+    assert claims[9].startswith("SogCLR Table 4: two-way") and claims[12].startswith("Figure 1 (right)")
+    assert claims[13].startswith("Figure 7 (right)")
 
 
 def test_no_learning_rows_are_read_apart_and_give_the_floors(tmp_path):

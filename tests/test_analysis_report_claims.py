@@ -25,7 +25,8 @@ def test_tsne_verdicts_are_paired_by_seed():
     summaries = {s: SUMMARY * (1 + 0.1 * s) for s in range(3)}
     runs = {s: f"isogclr-synth10_lt-s{s}" for s in range(3)}
     out = tsne_verdicts(table, summaries, claimed="isogclr", dataset="synth10", lt_runs=runs)
-    assert [v.claim.split(": ")[0] for v in out] == ["Fig. 4"] * 3 + ["Fig. 5"]
+    assert [v.claim.split(": ")[0] for v in out] == ["Fig. 4"] * 3 + ["Fig. 5", "Fig. 5 (right)"]
+    assert out[-1].status == "not testable" and out[-1].evidence.startswith("no runs")
     assert "(silhouette_cosine)" in out[0].claim and out[0].n_seeds == 3
     assert out[0].status == "supported" and out[1].status == "supported"  # +0.02 +-0.01; +5.33 +-0.6
     assert out[2].effect == pytest.approx(((38 - 39) + (37 - 39.5) + (38.5 - 38)) / 3)

@@ -24,9 +24,12 @@ def test_batch_verdicts_per_batch_size_and_small_against_large():
     out = batch_verdicts(by_batch, [32, 256], PAPER)
     assert [v.claim for v in out] == ["SogCLR Tables 2/3: SogCLR > SimCLR at batch 32",
                                       "SogCLR Tables 2/3: SogCLR > SimCLR at batch 256",
-                                      "SogCLR: SogCLR at batch 32 matches or beats SimCLR at batch 256"]
+                                      "SogCLR: shrinking the batch from 256 to 32 costs SogCLR less than SimCLR "
+                                      "(the interaction)"]
     assert out[0].paper_effect is None and out[1].paper_effect == pytest.approx(4.0)
-    assert out[2].paper_effect == pytest.approx(66.0 - 69.0) and out[2].status == "contradicted"
+    # (sogclr 33 - 36) - (simclr 30 - 35) = +2 on every seed; paper (66 - 69.5) - (62 - 69) = +3.5
+    assert out[2].paper_effect == pytest.approx(3.5) and out[2].status == "supported"
+    assert out[2].effect == pytest.approx(2.0) and "preconditions met: SimCLR drops" in out[2].evidence
     assert out[0].status == "supported"
 
 

@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isogclr.analysis.stats import bootstrap_spearman, paired_differences, rerun_probability, t_interval
+from isogclr.analysis.correlations import correlation
+from isogclr.analysis.stats import bootstrap_spearman, paired_differences, t_interval
 from isogclr.analysis.verdicts import (
     COLUMNS,
     Verdict,
     best_of,
     combine,
     compare,
-    correlation,
     count_statuses,
     effect,
     exact,
@@ -165,12 +165,13 @@ def test_report_helpers_build_verdicts_from_per_seed_tables():
     study = pd.DataFrame({"method": "m", "value": [0.1, 0.1, 0.4], "seed": [0, 1, 0], "top1": [1.0, 2.0, 3.0]})
     assert per_value(study, "m") == {0.1: {0: 1.0, 1: 2.0}, 0.4: {0: 3.0}}
     rng = np.random.default_rng(2)
-    label = rng.choice(4, 400, p=[0.4, 0.3, 0.2, 0.1])
-    taus = pd.DataFrame({"label": np.tile(label, 2), "run": ["r0"] * 400 + ["r1"] * 400,
-                         "tau": np.tile(-label, 2) * 0.01 + rng.normal(0, 0.005, 800)})
+    label = rng.choice(12, 1200, p=np.arange(12, 0, -1) / 78)  # class 0 the most frequent
+    taus = pd.DataFrame({"label": np.tile(label, 2), "run": ["r0"] * 1200 + ["r1"] * 1200,
+                         "tau": np.tile(-label, 2) * 0.01 + rng.normal(0, 0.005, 2400)})
     taus["class_frequency"] = taus.groupby(["run", "label"])["label"].transform("size")
     v = frequency_verdict(taus, "frequent -> larger tau", {0: "r0", 1: "r1"})
-    assert v.status == "supported" and v.n_seeds == 2 and "over class means" in v.evidence
+    assert v.status == "supported" and v.n_seeds == 2 and "over 12 groups" in v.evidence
+    assert "over samples (description only, not the verdict)" in v.evidence
 
 
 def _bounded_taus(at_min: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,8 +185,8 @@ def _bounded_taus(at_min: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_at_bound_counts_the_values_within_the_tolerance_of_the_busiest_bound():
+    from isogclr.analysis.correlations import at_bound_reason
     from isogclr.analysis.stats import at_bound
-    from isogclr.analysis.verdicts import at_bound_reason
 
     values = [0.005, 0.00504, 0.00506, 0.05, 0.0995, 0.1]  # tolerance 5e-05 at tau_min, 1e-3 at tau_max
     assert at_bound(values, {"tau_min": 0.005, "tau_max": 0.1}) == pytest.approx((2 / 6, "tau_min", 0.005, 5e-05))
@@ -235,8 +236,8 @@ def test_the_temperature_verdicts_read_the_bounds_their_runs_were_trained_with(t
             (folder / "config.json").write_text(json.dumps({"method": {"kwargs": {"tau_min": 0.005, "tau_max": 0.1}}}))
         (bimodal.parent / "metrics.json").write_text("{}")
         pd.DataFrame({"label": labels, "tau": tau}).to_csv(unimodal / "tau.csv", index=False)
-        pd.DataFrame({"tau_image": tau, "tau_text": tau, "cluster_frequency": freq}).to_csv(bimodal / "tau.csv",
-                                                                                          index=False)
+        pd.DataFrame({"tau_image": tau, "tau_text": tau, "cluster": freq.astype(int),
+                      "cluster_frequency": freq}).to_csv(bimodal / "tau.csv", index=False)
     taus = load_temperatures(tmp_path, ["iso-s0", "iso-s1"])
     assert set(taus["tau_min"]) == {0.005} and set(taus["tau_max"]) == {0.1}
     v = frequency_verdict(taus, "frequent -> larger tau", {0: "iso-s0", 1: "iso-s1"})
@@ -249,22 +250,16 @@ def test_the_temperature_verdicts_read_the_bounds_their_runs_were_trained_with(t
                           {0: "iso-s0", 1: "iso-s1"})
 
 
-def test_a_verdict_is_settled_when_a_rerun_elsewhere_keeps_its_status():
-    """p_rerun: a rerun is a new draw of the training noise at the same seeds (another machine type)."""
-    from scipy import stats
-
-    se = 1.0 / stats.t.ppf(0.975, 6)  # [0.5, 2.5] over 7 seeds: half-width 1
-    assert rerun_probability("supported", 0.5, 2.5, 7) == pytest.approx(stats.norm.cdf(0.5 / (np.sqrt(2) * se)))
-    mirrored = rerun_probability("contradicted", -2.5, -0.5, 7)
-    assert mirrored == pytest.approx(rerun_probability("supported", 0.5, 2.5, 7))
-    far = rerun_probability("supported", 4.0, 6.0, 7)  # the interval 4 se-widths above 0: settled
-    near = rerun_probability("supported", 0.01, 2.0, 3)  # its bound at 0: a coin flip
-    assert far > 0.99 and near == pytest.approx(0.5, abs=0.02)
-    centred = rerun_probability("inconclusive", -1.0, 1.0, 7)  # a rerun's interval contains 0 again ...
-    assert 0.9 < centred < 1 and rerun_probability("inconclusive", -0.1, 1.9, 7) < 0.6  # ... unless at its edge
-    assert rerun_probability("supported", 0.2, 0.4, None) == 1.0  # exact: no noise to draw again
-    assert rerun_probability("not testable", None, None, 1) is None
-    table = write_verdicts([effect("e", {0: 1.0, 1: 1.2, 2: 1.1}, what="d"), not_testable("n", "one seed")],
-                           tmp := Path(tempfile.mkdtemp()), "r")
+def test_a_verdict_table_says_settled_only_of_a_decided_verdict():
+    """p_rerun and the qualifier (the rule: tests/test_analysis_rerun.py): settled / not settled (p ...) for a
+    supported or contradicted verdict, the seeds that would answer an inconclusive one."""
+    verdicts = [effect("tight", {s: 1.0 + 0.01 * s for s in range(7)}, what="d"),
+                effect("three seeds", {0: 1.0, 1: 1.2, 2: 1.1}, what="d"),
+                effect("open", {0: -1.0, 1: 1.5, 2: 0.2}, what="d", paper_effect=2.0), not_testable("n", "one seed")]
+    table = write_verdicts(verdicts, tmp := Path(tempfile.mkdtemp()), "r")
     back = pd.read_csv(tmp / "verdicts" / "r.csv")
-    assert back["p_rerun"].iloc[0] > 0.99 and np.isnan(back["p_rerun"].iloc[1]) and table["p_rerun"].iloc[0] > 0.99
+    assert list(table.status) == ["supported", "supported", "inconclusive", "not testable"]
+    assert back["qualifier"].iloc[0] == "settled" and back["p_rerun"].iloc[0] > 0.95
+    assert back["qualifier"].iloc[1].startswith("not settled (p 0.")  # 3 seeds: never settled
+    assert back["qualifier"].iloc[2].endswith("seeds would answer it at the paper's effect")
+    assert np.isnan(back["p_rerun"].iloc[3]) and pd.isna(back["qualifier"].iloc[3])

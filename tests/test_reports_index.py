@@ -24,18 +24,23 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     assert readme.index("First report") < readme.index("Second report")
     assert "1 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme and "claim C" in readme
     # the effect, its interval, the paper's effect, the minimum detectable effect, the seeds the paper's would need
-    assert "supported (settled) | +2.00 [+1.75, +2.25] (3 seeds; paper +0.5; MDE 0.33; paper's size needs 3 seeds) |" \
-        in readme
-    assert "1 supported, 0 contradicted, 0 inconclusive, 0 not testable; 1 of 1 supported or contradicted settled " \
+    assert "supported, not settled (p 0.53)" in readme  # 3 seeds are never settled (tests/test_analysis_rerun.py)
+    assert "| +2.00 [+1.75, +2.25] (3 seeds; paper +0.5; MDE 0.33; paper's size needs 3 seeds) |" in readme
+    assert "1 supported, 0 contradicted, 0 inconclusive, 0 not testable; 0 of 1 supported or contradicted settled " \
            "across machines; median minimum detectable effect 0.33 over 1 paired comparisons" in readme
-    assert "inconclusive (settled) | +0.50 [-18.56, +19.56]" in readme  # claim B: a rerun's interval holds 0 too
+    assert "inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive | +0.50 [-18.56, +19.56]" \
+        in readme  # claim B
+    assert "supported, not settled (p 0.53); Holm: supported |" in readme  # 2 claims tested: claim A survives
+    assert "2 claims tested, each counted once" in readme and "Bottom line: supported, not settled (p 0.53): claim A" \
+        in readme
     assert "0 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme  # per report
     assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()
     assert 'href="html/one.html"' in page and (tmp_path / "html" / "two.html").stat().st_size > 0
     statuses = pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist()
     assert statuses == ["inconclusive", "not testable", "not testable"]
-    assert "effect [95% CI]" in page and " inconclusive (settled)</td>" in page
+    assert "effect [95% CI]" in page
+    assert " inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive</td>" in page
     before = page
     build_index(tmp_path, ["one", "two"], profile="mini")
     assert (tmp_path / "index.html").read_text() == before  # deterministic

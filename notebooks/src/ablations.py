@@ -40,6 +40,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.ablations import gamma_verdict, rho_verdict, tau_distribution_verdict, tau_verdicts
+from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, write_verdicts
@@ -53,6 +54,10 @@ counterpart = PAPER_COUNTERPART.get(dataset, dataset)
 
 def epochs_of(study: str) -> int:
     return pretraining_epochs(params, study=study)  # as the study's runs resolve them
+
+
+print(scale_sentence(params, {dataset: epochs_of("rho")}, len(study_spec(params, "rho").seeds),
+                     extra="one-knob studies of rho, tau, tau_init and gamma"))
 
 
 def shared_point(study: str, other: str, method: str) -> dict:
@@ -101,7 +106,7 @@ print(caption9)
 table9.round(2)
 
 # %%
-verdicts.append(rho_verdict(rho, paper9))
+verdicts.append(rho_verdict(rho, paper9, temps=study_temperatures(params, "rho", studies_dir)))
 
 # %% [markdown]
 # ## Table 8 and Figure 7 (left): tau for SimCLR / SogCLR against tau_init for iSogCLR

@@ -55,6 +55,7 @@ from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimod
                                       collect_bimodal_references, collect_bimodal_runs, collect_bimodal_study,
                                       load_bimodal_taus, load_train_logs, no_learning_floors, side_by_side,
                                       tau_extremes, tau_frequency_correlation)
+from isogclr.analysis.explain import pairs_scale_sentence
 from isogclr.analysis.stats import at_bound
 from isogclr.analysis.studies import check_differs_only, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
@@ -90,6 +91,7 @@ setting = (f"profile `{profile}`: {spec.epochs} epochs, batch {spec.batch_size},
            f"mean ± std over seeds {seeds}"
            + (f" ({', '.join(other_seeds)}: seeds {list(plan[other_seeds[0]])})" if other_seeds else "")
            + "; paper: CC3M, 30 epochs, batch 512, 3 seeds")
+print(pairs_scale_sentence(params, spec.epochs, spec.batch_size, len(seeds)))
 
 # %% [markdown]
 # ## The selection on held-out training pairs
@@ -301,8 +303,9 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
 #
 # Every claim is tested on our runs paired by seed: the effect (positive = the paper's direction) is the
 # mean over seeds of a per-seed difference with its 95% Student-t interval, beside the paper's own effect;
-# the temperature claim is a Spearman correlation with a bootstrap interval over pairs per seed, and the
-# seeds must agree in sign. **supported** / **contradicted**: the interval excludes 0 in / against the
+# the temperature claim is judged over clusters, the unit at which frequency varies (per seed, Spearman of the
+# cluster-mean tau_image against the cluster frequency; the mean over seeds with a cluster bootstrap that resamples
+# whole clusters; the pair-level correlations above are description only). **supported** / **contradicted**: the interval excludes 0 in / against the
 # paper's direction; **inconclusive**: it contains 0; **not testable**: one seed, no counterpart at this
 # scale, no learning, or temperatures at their bound (more than half of the learned tau_image within 1% of
 # tau_min or tau_max: their ranks then order rounding noise), with the reason and the fraction. The verdicts

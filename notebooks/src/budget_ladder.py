@@ -51,6 +51,7 @@ from isogclr.analysis.ladder import (
     table1_budget,
     trend_sentence,
 )
+from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
@@ -75,6 +76,10 @@ for study in ladder_studies(params):
         "table1": table1_budget(params, study),
     }
 
+if ladders:
+    print(scale_sentence(params, {ladder["spec"].dataset: " and ".join(str(e) for e in sorted(
+        {int(x) for x in ladder["frame"]["epochs"]})) for ladder in ladders.values()},
+        max(len(ladder["spec"].seeds) for ladder in ladders.values())))
 tables = [ladder_table(study, ladder["spec"].dataset, ladder["summary"], ladder["gaps"], ladder["correlation_summary"])
           for study, ladder in ladders.items()]
 table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame({"note": ["no budget ladder in this profile"]})
@@ -158,8 +163,9 @@ save_figure(fig, reports_dir, "budget_ladder")
 #
 # At each budget with at least 3 seeds: "iSogCLR > SimCLR" and "iSogCLR > SogCLR", paired by seed (mean of the
 # per-seed differences with its 95% Student-t interval, beside the paper's difference at 400 epochs on the
-# dataset's counterpart), and "tau grows with class frequency" (per seed, Spearman over samples with a 95%
-# bootstrap interval over samples; supported when every seed's interval lies above 0). **supported** /
+# dataset's counterpart), and "tau grows with class frequency", judged over classes, the unit at which frequency
+# varies (per seed, Spearman of the class-mean tau against the class frequency; the mean over seeds with a cluster
+# bootstrap that resamples whole classes; the sample-level numbers of the table are description). **supported** /
 # **contradicted**: the interval excludes 0 in / against the paper's direction; **inconclusive**: it contains
 # 0; **not testable**: fewer than 3 seeds at that budget (the reason is given).
 

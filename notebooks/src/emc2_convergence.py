@@ -14,7 +14,7 @@
 #
 # **Our setting** (`isogclr.train.convergence`, where the conventions are documented): the first
 # `num_images` images of synth10's training split, `num_augmentations` SimCLR views of each computed once
-# (seeded), the project's mini model (`params.yaml` `model`: a narrow ResNet-18 with a CIFAR stem and a 3-layer 512-d head), SimCLR, SogCLR and
+# (seeded), the project's mini model (`params.yaml` `model`: a ResNet-10 of width 16 with a CIFAR stem and a 3-layer head), SimCLR, SogCLR and
 # EMC2 from the same initial weights on the same batches and view pairs, plain SGD. Every `eval_every`
 # epochs we evaluate exactly, by full passes over all n A views, the global objective
 # F(w) = mean_{i,a} [-z_ia . z_ia+ + tau log mean_{other images' views} exp(z_ia . z / tau)] and ||grad F||^2,
@@ -63,6 +63,9 @@ study = SimpleNamespace(convergence=pd.read_csv(Path(runs_dir) / "convergence.cs
                         augmentations=pd.read_csv(Path(runs_dir) / "augmentations.csv"))
 print(f"study: {cfg.num_images} images x {cfg.num_augmentations} views, batch "
       f"{cfg.batch_size}, {cfg.epochs} epochs, lr {cfg.lr}, beta {cfg.beta} (tau {cfg.tau}), seeds {cfg.seeds}")
+print(f"Scale: {cfg.num_images} generated synth10 images x {cfg.num_augmentations} pre-computed views, batch "
+      f"{cfg.batch_size}, {cfg.epochs} epochs on CPU, {len(cfg.seeds)} seeds; the exact gradient over all of them "
+      f"at every evaluation.")
 
 # %% [markdown]
 # ## Figure 7: exact objective and squared gradient norm against samples seen

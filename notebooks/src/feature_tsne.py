@@ -51,15 +51,17 @@ from isogclr.analysis.embeddings import (
     tsne_embedding,
     tsne_verdicts,
 )
+from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, profile_name, run_id, table_spec, temperature_spec
+from isogclr.config import load_params, pretraining_epochs, profile_name, run_id, table_spec, temperature_spec
 
 params = load_params(params_path)
 profile = profile_name(params)
 dataset = dataset or table_spec(params, "table1").datasets[0]
 seeds = table_spec(params, "table1").seeds[:3] if seeds is None else seeds
+print(scale_sentence(params, {dataset: pretraining_epochs(params, dataset=dataset)}, len(seeds)))
 seed = seeds[0]  # the pictures' seed
 lt_dataset = lt_dataset or temperature_spec(params).datasets[0]
 rows, panels = [], {}

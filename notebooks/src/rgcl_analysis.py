@@ -46,6 +46,7 @@ from pathlib import Path
 from isogclr.analysis.report import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
+print("Scale: exact computations (the RGCL optimum by a closed form and by two solvers), no training, no seeds.")
 if params_path is not None:
     from isogclr.config import load_params, method_settings
 

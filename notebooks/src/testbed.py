@@ -62,6 +62,7 @@ from isogclr.analysis.verdicts import write_verdicts
 from isogclr.config import load_params, run_id, table_spec
 
 params = load_params(params_path)
+print("Scale: no run of its own; the committed verdicts of every report and the measured stage times.")
 spec = table_spec(params, "references")  # None: a profile without reference rows (its tables say so)
 if spec is not None:
     references = reference_rows(runs_dir, spec.datasets, spec.seeds)

@@ -51,8 +51,8 @@ REPORTS: dict[str, Report] = {
         paper=("isogclr_table8", "isogclr_table9", "sogclr_table8")),
     "small_batch": Report(
         "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
-        {"params_path": "params.yaml", "studies_dir": "studies", "reports_dir": "reports"},
-        params=("profile",), paper=("sogclr_batch",)),
+        {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # runs: the no-learning floor (references)
+        params=("profile", "references"), paper=("sogclr_batch",)),
     "emc2_convergence": Report(
         "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
         {"params_path": "params.yaml", "runs_dir": "runs_convergence", "reports_dir": "reports"},

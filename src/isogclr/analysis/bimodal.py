@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,13 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..config import bimodal_run_id, bimodal_study_spec
+from .correlations import at_bound_reason
+from .groups import group_correlation, group_table
+from .preconditions import Check, require, saturated
 from .studies import study_run_path
 from .tables import cell, mean_std
 from .temperatures import frame_bounds, recorded_bounds
 from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
-from .verdicts import correlation as correlation_verdict
 
 PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
                      "synth100": "CIFAR100"}
@@ -260,13 +263,25 @@ def ordering_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.Data
     return out
 
 
+def clip_saturated(logs: pd.DataFrame, epochs: int, max_gain: float = 1.0,
+                   metric: str = "retrieval_a_ir_r1") -> Check:
+    """The precondition of "InfoNCE loses accuracy with more epochs" (SogCLR Table 4, a saturation effect over 60
+    epochs): CLIP's curve has stopped rising by ``epochs`` (the short budget), i.e. its per-epoch ``metric`` in the
+    training logs (mean over seeds) gained at most ``max_gain`` points over the second half of the short budget."""
+    curve = logs[logs.method == "clip"].groupby("epoch")[metric].mean()
+    gain = float(curve.get(epochs, curve.iloc[-1]) - curve.get(max(1, epochs // 2), curve.iloc[0]))
+    return saturated("CLIP saturated by the short budget", gain, max_gain,
+                     f"of {metric} from epoch {max(1, epochs // 2)} to {epochs}")
+
+
 def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], paper4: pd.DataFrame,
-                    floors: Floors | None = None) -> list[Verdict]:
+                    floors: Floors | None = None, logs: pd.DataFrame | None = None) -> list[Verdict]:
     """SogCLR Table 4 on each (dataset, metric) of ``cells`` (``budgets``: the long table with ``epochs``; both
     ``sogclr_bimodal`` and ``clip`` needed, else no verdict): two-way SogCLR > CLIP at the shortest budget, and
     "CLIP loses accuracy from the short to the long budget, SogCLR does not" (both parts paired by seed,
     :func:`~isogclr.analysis.verdicts.combine`). ``paper4``: the transcribed table (method, batch_size, epochs,
-    top1); its batch-128 rows at 30 and 60 epochs are the paper's effects."""
+    top1); its batch-128 rows at 30 and 60 epochs are the paper's effects. ``logs`` (the central runs' training
+    logs): the second claim requires :func:`clip_saturated` at the short budget."""
     if not {"sogclr_bimodal", "clip"} <= set(budgets.method):
         return []
     floors = floors or {}
@@ -280,14 +295,19 @@ def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], pap
         out.append(compare(f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch [{dataset} {metric}]",
                            ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
                            paper_effect=paper["sogclr", 30] - paper["clip", 30], floor=floors.get((dataset, metric))))
-        out.append(combine(
+        loses = combine(
             f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does not "
             f"[{dataset} {metric}]",
             [compare(f"CLIP {short} ep > {long} ep", (f"clip {short} ep", at("clip")),
                      (f"clip {long} ep", at("clip", long)), paper_effect=paper["clip", 30] - paper["clip", 60]),
              compare(f"SogCLR {long} ep >= {short} ep", (f"sogclr {long} ep", at("sogclr_bimodal", long)),
                      (f"sogclr {short} ep", at("sogclr_bimodal")),
-                     paper_effect=paper["sogclr", 60] - paper["sogclr", 30])]))
+                     paper_effect=paper["sogclr", 60] - paper["sogclr", 30])])
+        out.append(require(loses, clip_saturated(logs, short)) if logs is not None else loses)
+    batches = sorted(int(b) for b in paper4.batch_size.unique())
+    out.append(not_testable(f"SogCLR Table 4: two-way SogCLR's advantage over CLIP holds at batch {batches}",
+                            "no runs: every image-text run uses one batch size (bimodal.batch_size); the Table 4 "
+                            "budget runs at a second batch size would answer it"))
     return out
 
 
@@ -325,16 +345,26 @@ def autograd_tau_verdict(logs: pd.DataFrame, tau_init: float, method: str = "cli
 
 
 def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -> Verdict | None:
-    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau": Spearman of tau_image with
-    the pair's cluster frequency, per seed of ``method`` (:func:`~isogclr.analysis.verdicts.correlation`); None
-    when ``taus`` has no run of ``method``. Image temperatures mostly at one of the runs' bounds
-    (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
+    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau", judged over clusters (a
+    cluster has one frequency: :func:`.groups.group_correlation`): per seed of ``method``, Spearman(mean tau_image
+    per cluster, cluster frequency), the mean over seeds with a cluster bootstrap; the pair-level Spearman is in
+    the evidence as description. None when ``taus`` has no run of ``method``. Image temperatures mostly at one of
+    the runs' bounds (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
     mine = taus[taus.method == method]
     if not len(mine):
         return None
-    return correlation_verdict("Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
-                               {s: (g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")},
-                               what="Spearman(tau_image, cluster frequency) over pairs", bounds=frame_bounds(mine))
+    pairs = {s: _spearman(g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")}
+    verdict = group_correlation(
+        "Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
+        {s: group_table(g, "cluster", "cluster_frequency", "tau_image") for s, g in mine.groupby("seed")},
+        what="Spearman(mean tau_image per cluster, cluster frequency)",
+        description="over pairs (description only, not the verdict): " + ", ".join(
+            f"seed {s} {r:+.3f}" for s, r in pairs.items()))
+    bounds = frame_bounds(mine)
+    degenerate = at_bound_reason(mine.tau_image, bounds) if bounds else None
+    if degenerate is None:
+        return verdict
+    return replace(verdict, status="not testable", p_rerun=None, evidence=f"{degenerate}; {verdict.evidence}")
 
 
 def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame, paper_rows: dict[str, str],
@@ -347,7 +377,7 @@ def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataF
     and :func:`tau_frequency_verdict`."""
     has = set(methods).issuperset
     out = ordering_verdicts(runs, methods, paper, paper_rows, floors)
-    out += table4_verdicts(budgets, cells, paper4, floors) if has({"sogclr_bimodal", "clip"}) else []
+    out += table4_verdicts(budgets, cells, paper4, floors, logs) if has({"sogclr_bimodal", "clip"}) else []
     if has({"isogclr_bimodal", "clip"}):
         out.append(convergence_verdict(logs))
     if has({"clip_large_tau", "clip"}):

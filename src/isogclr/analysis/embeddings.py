@@ -167,4 +167,8 @@ def tsne_verdicts(table: pd.DataFrame, summaries: Mapping[int, pd.DataFrame], *,
         detail="mean cosine distance to the class centre, 10% largest tau / 10% smallest tau / all: " + "; ".join(
             f"seed {seed}: {near[seed]:.4f} / {far[seed]:.4f} / {one.loc['all', 'centroid_distance_mean']:.4f}"
             for seed, one in summaries.items()) + f"; mean class size of the two groups (training samples) {sizes}"))
+    out.append(not_testable("Fig. 5 (right): the t-SNE of iSogCLR's CIFAR100-LT features groups by superclass",
+                            "no runs: no unimodal run on a long-tailed 100-class set with superclasses (the generated "
+                            "100-class set, synth100, is trained only as the image-text encoder's supervised "
+                            "pre-training; synth10's classes are one per superclass)"))
     return out

@@ -24,8 +24,10 @@ import pandas as pd
 from nbconvert import HTMLExporter
 
 from ..io import save_text
+from .explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line
+from .multiplicity import adjust
 from .tables import FIGURE_METADATA
-from .verdicts import COLUMNS, RERUN_SETTLED, STATUSES, count_statuses
+from .verdicts import COLUMNS, STATUSES, count_statuses
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
@@ -53,16 +55,20 @@ assert tuple(_MARK) == STATUSES
 
 
 def _verdict(r) -> str:  # noqa: ANN001
-    """The status, and for a verdict with a number whether a rerun on another machine keeps it (``p_rerun``)."""
-    if r.p_rerun == "":
-        return _MARK[r.status]
-    return _MARK[r.status] + (" (settled)" if r.p_rerun >= RERUN_SETTLED else f" (unsettled: {r.p_rerun:.2f})")
+    """The status with its qualifier (the ``qualifier`` column, :func:`.verdicts.qualifier`): "✗ contradicted,
+    settled", "✓ supported, not settled (p 0.61)", "? inconclusive (10 seeds would answer it at the paper's effect)",
+    and the status under Holm's adjustment across all claims (``holm``, :mod:`.multiplicity`) when there is one."""
+    text = _MARK[r.status]
+    if r.qualifier:
+        text += f", {r.qualifier}" if r.status in ("supported", "contradicted") else f" ({r.qualifier})"
+    holm = getattr(r, "holm", "")
+    return text + (f"; Holm: {holm}" if holm else "")
 
 
 def _settled_summary(verdicts: pd.DataFrame) -> str:
     """"; 9 of 14 supported or contradicted settled across machines" ("" when there is none)."""
     decided = verdicts[verdicts["status"].isin(("supported", "contradicted"))]
-    settled = pd.to_numeric(decided["p_rerun"], errors="coerce").ge(RERUN_SETTLED).sum()
+    settled = (decided["qualifier"] == "settled").sum()
     return f"; {settled} of {len(decided)} supported or contradicted settled across machines" if len(decided) else ""
 
 
@@ -140,9 +146,15 @@ def _verdicts(reports_dir: Path, name: str) -> pd.DataFrame:
     return table.astype(object).fillna("")  # "" where a verdict has no number
 
 
+def _evidence(text: str) -> str:
+    """A verdict's evidence as one line, its first clause, the rest folded in a closed ``<details>``."""
+    head, _, rest = text.partition("; ")
+    return html.escape(head) + (f"<details><summary>more</summary>{html.escape(rest)}</details>" if rest else "")
+
+
 def _verdict_rows_html(verdicts: pd.DataFrame) -> str:
     rows = "".join(f"<tr><td>{html.escape(r.claim)}</td><td>{html.escape(_verdict(r))}</td>"
-                   f"<td>{html.escape(_effect(r))}</td><td>{html.escape(r.evidence)}</td></tr>"
+                   f"<td>{html.escape(_effect(r))}</td><td>{_evidence(r.evidence)}</td></tr>"
                    for r in verdicts.itertuples())
     return (f"<table><tr><th>claim</th><th>verdict</th><th>effect [95% CI]</th><th>evidence</th></tr>{rows}"
             "</table>")
@@ -154,12 +166,31 @@ def report_exporter() -> HTMLExporter:
                         extra_loaders=[jinja2.DictLoader({"folded.html.j2": _FOLDED})])
 
 
-def _verdicts_up_front(nb, verdicts: pd.DataFrame):  # noqa: ANN001, ANN202
-    """The notebook with its verdicts as a cell after its first markdown cell (the claim)."""
+def _bottom(verdicts: pd.DataFrame) -> str:
+    """The report's bottom line (:func:`.explain.bottom_line`) from its verdict table."""
+    holm = list(verdicts["holm"]) if "holm" in verdicts else None
+    return bottom_line(list(verdicts["claim"]), list(verdicts["status"]), list(verdicts["qualifier"]), holm)
+
+
+def scale_of(notebook: Path) -> str:
+    """The notebook's sentence of scale: the first printed line starting with "Scale: " ("" when none)."""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            for line in str(output.get("text", "")).splitlines():
+                if line.startswith("Scale: "):
+                    return line
+    return ""
+
+
+def _verdicts_up_front(nb, verdicts: pd.DataFrame, scale: str = ""):  # noqa: ANN001, ANN202
+    """The notebook with, after its first markdown cell (the claim), its bottom line, its scale, its verdicts and
+    the shared notes on "settled", preconditions and multiplicity."""
     first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+    notes = " ".join(html.escape(n) for n in (SETTLED_NOTE, PRECONDITION_NOTE, MULTIPLICITY_NOTE))
     cell = nbformat.v4.new_markdown_cell(
-        f'<div class="verdicts">\n\n**Verdicts** ({_summary(count_statuses(verdicts["status"]))}; computed at the '
-        f"end of this report)\n\n{_verdict_rows_html(verdicts)}\n\n</div>")
+        f'<div class="verdicts">\n\n**{html.escape(_bottom(verdicts))}** {html.escape(scale)}\n\n'
+        f'**Verdicts** ({_summary(count_statuses(verdicts["status"]))}; computed at the '
+        f"end of this report)\n\n{_verdict_rows_html(verdicts)}\n\n<small>{notes}</small>\n\n</div>")
     cell.id = "verdicts"  # a fixed id: the page's bytes depend only on the notebook
     nb.cells.insert(first + 1, cell)
     return nb
@@ -171,11 +202,20 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
     save_text(_STYLE, reports_dir / "html" / "style.css")
     sections_md, sections_html, counts, every = [], [], count_statuses([]), []
     for name in names:
+        if not (reports_dir / f"{name}.ipynb").exists():
+            raise FileNotFoundError(f"{reports_dir / f'{name}.ipynb'} is missing: run `dvc repro` first")
+    loaded = {name: _verdicts(reports_dir, name) for name in names}
+    together = pd.concat([v.assign(report=n) for n, v in loaded.items()], ignore_index=True) if loaded else None
+    holm, tested = adjust(together) if together is not None and len(together) else (pd.Series(dtype=str), 0)
+    start = 0
+    for name in names:
+        loaded[name] = loaded[name].assign(holm=holm.iloc[start:start + len(loaded[name])].to_numpy())
+        start += len(loaded[name])
+    for name in names:
         notebook = reports_dir / f"{name}.ipynb"
-        if not notebook.exists():
-            raise FileNotFoundError(f"{notebook} is missing: run `dvc repro` first")
-        title, verdicts = notebook_title(notebook), _verdicts(reports_dir, name)
-        nb = _verdicts_up_front(_figures_as_files(nbformat.read(notebook, as_version=4), reports_dir), verdicts)
+        title, verdicts = notebook_title(notebook), loaded[name]
+        scale = scale_of(notebook)
+        nb = _verdicts_up_front(_figures_as_files(nbformat.read(notebook, as_version=4), reports_dir), verdicts, scale)
         body, _ = exporter.from_notebook_node(nb)
         save_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
                   f"<link rel='stylesheet' href='style.css'></head><body>\n{_BACK}\n{body}\n{_BACK}\n</body></html>\n",
@@ -188,32 +228,36 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
         thumb_html = (f'<a href="html/{name}.html"><img class="thumb" src="{html.escape(figure)}" '
                       f'alt="{html.escape(title)}"></a>\n' if figure else "")
         sections_md.append(f"## [{title}]({name}.ipynb)\n\nHTML: [html/{name}.html](html/{name}.html)\n\n{thumb_md}"
+                           f"**{_bottom(verdicts)}** {scale}\n\n"
                            f"{_summary(mine)}{_settled_summary(verdicts)}{_power_summary(verdicts)}\n\n"
                            "| claim | verdict | effect [95% CI] | evidence |\n|---|---|---|---|\n"
-                           + "".join(f"| {r.claim} | {_verdict(r)} | {_effect(r)} | {r.evidence} |\n"
+                           + "".join(f"| {r.claim} | {_verdict(r)} | {_effect(r)} | {_evidence(r.evidence)} |\n"
                                      for r in verdicts.itertuples()))
         sections_html.append(f'<h2><a href="html/{name}.html">{html.escape(title)}</a></h2>\n{thumb_html}'
+                             f"<p><b>{html.escape(_bottom(verdicts))}</b> {html.escape(scale)}</p>\n"
                              f"<p>{_summary(mine)}{_settled_summary(verdicts)}{_power_summary(verdicts)}</p>\n"
                              f"{_verdict_rows_html(verdicts)}")
-    summary = _summary(counts) + (_settled_summary(pd.concat(every, ignore_index=True)) if every else "")
+    summary = (f"{tested} claims tested, each counted once; " + _summary(counts)
+               + (_settled_summary(pd.concat(every, ignore_index=True)) if every else "")
+               + (f"; under Holm's adjustment: {_summary(count_statuses(s for s in holm if s))} of the tested"
+                  if tested else ""))
     intro = (f"Reports of profile `{profile}`, each an executed notebook regenerated by `dvc repro`. "
              f"Verdicts are computed by the notebooks from our runs ({summary}). A claim's effect is signed "
              "so that positive is the paper's direction (for a comparison: the mean over seeds of the paired "
              "difference of two methods run with the same seed), with its 95% interval (Student t over seeds; "
-             "for a correlation, a bootstrap over samples per seed, and the seeds must agree in sign): supported "
+             "for a claim about a group property, such as tau against class or cluster frequency, a cluster "
+             "bootstrap over the groups, the unit at which the property varies): supported "
              "or contradicted when the interval excludes 0, inconclusive when it contains 0 (the evidence says "
              "whether an effect of the paper's size could have been seen), not testable with one seed, no "
-             "counterpart at this scale, or no learning. A paired comparison states its minimum detectable effect "
+             "counterpart at this scale, no runs, no learning, or a failed precondition. "
+             "A paired comparison states its minimum detectable effect "
              "(MDE: detected with 80% power by the two-sided paired t test at 95%, given the observed spread of the "
              "per-seed differences and the number of seeds) and how many seeds an effect of the paper's size "
              "would need. The machine matters: on a machine of the type that made them a rerun gives the same "
              "bytes, but on another type every run differs (the committed runs of e2c3101 and their forced rerun on "
              "another type: 124 of 124 values, by a median of 1.18 points, where two seeds of a Table 1 run differ "
-             "by 1.45; docs/reproducibility.md). A verdict is settled when a rerun on a machine of another type, "
-             "whose rounding makes each run another draw of the training noise at the same seeds, would give the "
-             "same status with "
-             f"probability at least {RERUN_SETTLED:g} (\"unsettled\" shows that probability; `p_rerun` in "
-             "`verdicts/*.csv`, the rule in `isogclr.analysis.stats.rerun_probability`). At the mini scale they "
+             "by 1.45; docs/reproducibility.md). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " " + MULTIPLICITY_NOTE
+             + " At the mini scale they "
              "test the direction of the papers' claims on "
              "small generated data, not their numbers.")
     save_text(f"# isogclr reports\n\n{intro}\n\n" + "\n".join(sections_md), reports_dir / "README.md")

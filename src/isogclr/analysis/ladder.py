@@ -201,24 +201,30 @@ def ladder_verdicts(params: dict[str, Any], study: str, frame: pd.DataFrame, tau
     """Per budget of the ladder table ``frame`` (:func:`ladder_runs`): "``better`` > ``worse``" for each rival,
     paired by seed (:func:`.verdicts.compare`, beside the paper's Table 1 difference on the dataset's
     counterpart, at 400 epochs), and, when ``taus`` (:func:`ladder_temperatures`) is given, ":data:`TAU_CLAIM`"
-    for ``better``'s runs (:func:`.temperatures.frequency_verdict`: per seed a bootstrap interval over samples,
-    the seeds agreeing in sign). A budget with fewer than ``min_seeds`` seeds gets "not testable", with the
+    for ``better``'s runs (:func:`.temperatures.frequency_verdict`: over classes, a cluster bootstrap). A budget
+    with fewer than ``min_seeds`` seeds gets "not testable", with the
     reason. Claims are named by :func:`ladder_claim`. ``floor``: the dataset's best no-learning probe (the
-    testbed's reference rows): a budget at which both methods are within a margin of it is not testable."""
+    testbed's reference rows): a budget at which both methods are within a margin of it is not testable. At Table
+    1's own budget (:func:`table1_budget`) the rows name the Table 1 / temperature claim they repeat (``repeats``:
+    counted once across the reports, :mod:`.multiplicity`)."""
     worse = [worse] if isinstance(worse, str) else list(worse)
     _need(frame, [better, *worse])
     dataset = study_spec(params, study).dataset
     counterpart = PAPER_COUNTERPART.get(dataset, dataset)
     paper = paper_numbers(PAPER_TABLE)
+    grid = table1_budget(params, study)  # Table 1's own runs at its budget: those rows repeat its claims
     out = []
     for epochs in sorted(int(e) for e in frame["epochs"].unique()):
+        repeated = grid is not None and epochs == grid[1]
         for rival in worse:
             claim = ladder_claim(study, dataset, epochs, f"{better} > {rival}")
             pe = paper_difference(paper, better, rival, dataset=counterpart)
             a, b = _by_seed(frame, "top1", better, epochs), _by_seed(frame, "top1", rival, epochs)
             diffs = paired_differences(a, b)
             if len(diffs) >= min_seeds:
-                out.append(compare(claim, (better, a), (rival, b), paper_effect=pe, floor=floor))
+                out.append(replace(compare(claim, (better, a), (rival, b), paper_effect=pe, floor=floor),
+                                   repeats=f"Table 1: {better} > {rival} on {dataset} ({counterpart})"
+                                   if repeated else None))
                 continue
             said = (f"mean {better} - {rival} {sum(diffs.values()) / len(diffs):+.2f} points over seeds {list(diffs)}"
                     if diffs else f"no seed has both runs ({better} seeds {sorted(a)}, {rival} seeds {sorted(b)})")
@@ -233,7 +239,9 @@ def ladder_verdicts(params: dict[str, Any], study: str, frame: pd.DataFrame, tau
         runs = dict(here.groupby("seed", sort=True)["run"].first())
         claim = ladder_claim(study, dataset, epochs, TAU_CLAIM)
         if len(runs) >= min_seeds:
-            out.append(frequency_verdict(here, claim, {int(s): r for s, r in runs.items()}))
+            out.append(replace(frequency_verdict(here, claim, {int(s): r for s, r in runs.items()}),
+                               repeats=f"Samples of frequent semantics learn larger tau ({better} on {dataset})"
+                               if repeated else None))
         else:
             out.append(replace(not_testable(claim, f"{len(runs)} seed(s) of {better} with learned temperatures at "
                                                    f"{epochs} epochs, fewer than the {min_seeds} a budget needs; "

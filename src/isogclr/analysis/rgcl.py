@@ -112,11 +112,22 @@ def _vector(x: np.ndarray, fmt: str = ".4f") -> str:
 
 
 def optimum_row(h: np.ndarray, rho: float, tau0: float, paper: str = "") -> dict:
-    """One row of the optimum table: p* from the primal solver and from the dual, tau*, KL(p*) and the gap."""
+    """One row of the optimum table: p* from the primal solver and from the dual, tau*, KL(p*) and the gap
+    (:func:`residual_text`)."""
     primal, dual = rgcl_primal(h, rho, tau0), rgcl_dual(h, rho, tau0)
     return {"h": _vector(h, "g"), "rho": rho, "tau0": tau0, "p_primal": _vector(primal.p), "p_dual": _vector(dual.p),
             "tau_star": round(float(dual.tau), 4), "kl_p_star": round(kl_to_uniform(dual.p), 4),
-            "primal_minus_dual": float(f"{primal.value - dual.value:.2e}"), "paper": paper}
+            "primal_minus_dual": residual_text(primal.value - dual.value), "paper": paper}
+
+
+RESIDUAL_FLOOR = 1e-12  # below this a primal-dual gap is rounding (SLSQP's varies between runs at 1e-15)
+
+
+def residual_text(gap: float) -> str:
+    """A primal-dual gap printed no finer than its precision: "< 1e-12" below :data:`RESIDUAL_FLOOR` (a rerun of
+    SLSQP moves a gap of 3.61e-15 to 3.83e-15, so its digits would change the report on every rerun), else
+    three significant digits."""
+    return f"< {RESIDUAL_FLOOR:g}" if abs(gap) < RESIDUAL_FLOOR else f"{gap:.3g}"
 
 
 # --- Figure 3: frequent vs rare semantics ---------------------------------------------------------------------

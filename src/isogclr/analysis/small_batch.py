@@ -12,30 +12,63 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from .verdicts import Verdict, best_of, compare, not_testable, paper_difference, per_seed
+from .preconditions import above_floor, mean_of, premise, require
+from .verdicts import NO_LEARNING_MARGIN, Verdict, best_of, compare, effect, not_testable, paper_difference, per_seed
 
 TABLE6_METHODS = ("simclr", "flatclr", "simo", "sogclr")  # SogCLR Table 6's small-batch methods
 EMC2_BASELINES = ("simclr", "sogclr", "negcache")  # the EMC2 paper's rivals
 EMC2_METRICS = (("top1", "linear probe"), ("knn1_top1", "1-NN"))
 
 
-def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.DataFrame) -> list[Verdict]:
+def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.DataFrame,
+                   floor: float | None = None) -> list[Verdict]:
     """SogCLR Tables 2/3: SogCLR > SimCLR at each batch size of ``values`` (the paper's effect where its Table 3, 100
-    epochs, has that batch size), and SogCLR at the smallest batch matches or beats SimCLR at the largest (paper:
-    SogCLR at its smallest batch minus SimCLR at its largest)."""
+    epochs, has that batch size), and the headline as an interaction (:func:`headline_verdict`, ``floor``: the best
+    no-learning score of the study's dataset)."""
     paper3 = paper[(paper.table == 3) & (paper.epochs == 100)]
     out = [compare(f"SogCLR Tables 2/3: SogCLR > SimCLR at batch {b}",
                    ("sogclr", per_seed(by_batch, method="sogclr", value=b)),
                    ("simclr", per_seed(by_batch, method="simclr", value=b)),
                    paper_effect=paper_difference(paper3, "sogclr", "simclr", number="top1", batch=b)) for b in values]
-    smallest, largest = min(values), max(values)
-    paper_small = (paper3[(paper3.method == "sogclr") & (paper3.batch == paper3.batch.min())].top1.max()
-                   - paper3[(paper3.method == "simclr") & (paper3.batch == paper3.batch.max())].top1.max())
-    out.append(compare(f"SogCLR: SogCLR at batch {smallest} matches or beats SimCLR at batch {largest}",
-                       (f"sogclr b={smallest}", per_seed(by_batch, method="sogclr", value=smallest)),
-                       (f"simclr b={largest}", per_seed(by_batch, method="simclr", value=largest)),
-                       paper_effect=paper_small))
-    return out
+    return out + [headline_verdict(by_batch, values, paper3, floor)]
+
+
+def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.DataFrame,
+                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN) -> Verdict:
+    """SogCLR's headline as the paper means it: shrinking the batch costs SogCLR less than SimCLR. The effect per
+    seed is the interaction
+
+        [SogCLR(b_small) - SogCLR(b_large)] - [SimCLR(b_small) - SimCLR(b_large)]
+
+    (b_small, b_large: the smallest and largest of ``values``), with its Student-t interval over seeds; the paper's
+    effect is the same difference between the smallest and largest batch of its Table 3 at 100 epochs (``paper3``,
+    the transcribed rows method, batch, top1). Equal epochs, as the paper: b_small takes b_large / b_small
+    times the steps. Preconditions: the large-batch runs learned (both means above ``floor + margin``, when a
+    floor is given) and the paper's premise holds, SimCLR drops as its batch shrinks (SimCLR(b_large) -
+    SimCLR(b_small) supported)."""
+    small, large = min(values), max(values)
+    sog_s, sog_l = (per_seed(by_batch, method="sogclr", value=b) for b in (small, large))
+    sim_s, sim_l = (per_seed(by_batch, method="simclr", value=b) for b in (small, large))
+    seeds = sorted(set(sog_s) & set(sog_l) & set(sim_s) & set(sim_l))
+    paper_at = paper3.set_index(["method", "batch"])["top1"].to_dict()
+    corners = [("sogclr", paper3.batch.min()), ("sogclr", paper3.batch.max()), ("simclr", paper3.batch.min()),
+               ("simclr", paper3.batch.max())]
+    a, b, c, d = (paper_at.get(k) for k in corners)
+    paper_effect = None if None in (a, b, c, d) else (a - b) - (c - d)
+    old = compare("", (f"sogclr b={small}", sog_s), (f"simclr b={large}", sim_l))
+    interaction = effect(
+        f"SogCLR: shrinking the batch from {large} to {small} costs SogCLR less than SimCLR (the interaction)",
+        {s: (sog_s[s] - sog_l[s]) - (sim_s[s] - sim_l[s]) for s in seeds},
+        what=f"(sogclr b={small} - b={large}) - (simclr b={small} - b={large})", paper_effect=paper_effect,
+        detail=f"equal epochs, b={small} takes {large // small}x the steps of b={large}; SogCLR b={small} - SimCLR "
+               f"b={large} (the former row): {old.effect:+.2f} [{old.ci_low:+.2f}, {old.ci_high:+.2f}]")
+    dropped = compare(f"SimCLR drops from b={large} to b={small}", (f"simclr b={large}", sim_l),
+                      (f"simclr b={small}", sim_s))
+    checks = [premise(f"SimCLR drops as its batch shrinks (b={large} - b={small})", dropped)]
+    if floor is not None:
+        checks.insert(0, above_floor({f"simclr b={large}": mean_of(sim_l), f"sogclr b={large}": mean_of(sog_l)},
+                                     floor, margin))
+    return require(interaction, *checks)
 
 
 def table6_verdict(small_all: pd.DataFrame, batch: int, paper: pd.DataFrame) -> Verdict:
@@ -77,3 +110,25 @@ def burn_in_verdict(burn_all: pd.DataFrame, batch: int) -> Verdict:
     return compare("EMC2 Figure 4: a burn-in of about b beats no burn-in",
                    (f"P={batch - 1}", per_seed(burn_all, method="emc2", value=batch - 1)),
                    ("P=0", per_seed(burn_all, method="emc2", value=0)))
+
+
+def curve_verdicts(curves: pd.DataFrame, batches: Sequence[int]) -> list[Verdict]:
+    """EMC2's curves against samples seen, at each of ``batches`` (``curves``: rows method, value (the batch),
+    seed, samples_seen, knn1_top1, every evaluation): per run, the 1-NN top-1 averaged over its evaluations (all
+    runs of one batch evaluate at the same samples seen, so this is the area under the curve against samples seen
+    divided by its length); "EMC2 beats SimCLR, SogCLR and Negative Cache" paired by seed
+    (:func:`~isogclr.analysis.verdicts.best_of`). Against wall-clock time: not testable (no runs record a clock)."""
+    out = []
+    for b in batches:
+        here = curves[curves.value == b].groupby(["method", "seed"], as_index=False)["knn1_top1"].mean()
+        claim = f"EMC2 curves: EMC2's 1-NN accuracy over the samples seen beats its baselines at b = {b}"
+        present = set(here.method)
+        if "emc2" not in present:
+            out.append(not_testable(claim, f"no runs: no EMC2 curve at b = {b} ({sorted(present)})"))
+            continue
+        out.append(best_of(claim, ("emc2", per_seed(here, "knn1_top1", method="emc2")),
+                           {m: per_seed(here, "knn1_top1", method=m) for m in EMC2_BASELINES if m in present}))
+    out.append(not_testable("EMC2 curves: EMC2's accuracy against wall-clock time beats its baselines",
+                            "no runs: no run records a clock per evaluation (a rerun must be byte-identical); the "
+                            "stages' wall times (timing.csv) cover whole studies, not one method's curve"))
+    return out

@@ -184,31 +184,3 @@ def at_bound(values: Iterable[float], bounds: Mapping[str, float], rtol: float =
         share = float((np.abs(x - bound) <= tol).mean())
         best = max(best, (share, name, bound, tol), key=lambda b: b[0])
     return best
-
-
-def rerun_probability(status: str, ci_low: float | None, ci_high: float | None, n_seeds: float | None,
-                      level: float = 0.95) -> float | None:
-    """The probability that a rerun on another machine type (a new draw of the training noise at the same seeds)
-    gives ``status`` again, from the interval [``ci_low``, ``ci_high``] over ``n_seeds`` seeds: with the standard
-    error se = half-width / t(level, n - 1) and the rerun's estimate m' ~ N(ours, 2 se^2) under an interval of
-    our width, P(supported) = Phi(low / (sqrt(2) se)), P(contradicted) = Phi(-high / (sqrt(2) se)),
-    P(inconclusive) = Phi(-low / (sqrt(2) se)) - Phi(-high / (sqrt(2) se)). An exact computation (an interval
-    and no seeds) gives 1; no interval, or a not-testable verdict, None.
-
-    Why a rerun elsewhere is a new draw, and the measured spread: ``docs/reproducibility.md`` ("Randomness, processes
-    and machines"); the threshold of a settled verdict: :data:`~isogclr.analysis.verdicts.RERUN_SETTLED`."""
-    def missing(x: float | None) -> bool:
-        return x is None or (isinstance(x, float) and math.isnan(x))
-
-    if status == "not testable" or missing(ci_low) or missing(ci_high):
-        return None
-    if missing(n_seeds):
-        return 1.0  # exact: no training noise to draw again
-    if n_seeds < 2:
-        return None
-    se = (ci_high - ci_low) / 2 / float(stats.t.ppf(0.5 + level / 2, int(n_seeds) - 1))
-    if se <= 0:  # identical values on every seed: a rerun's are the same
-        return 1.0
-    spread = math.sqrt(2) * se
-    above, below = stats.norm.cdf(ci_low / spread), stats.norm.cdf(-ci_high / spread)
-    return float({"supported": above, "contradicted": below, "inconclusive": 1 - above - below}[status])

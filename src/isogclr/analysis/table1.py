@@ -20,15 +20,18 @@ encoder; and the supervised reference, a method run of its own) are rows of the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from ..config import ConfigError, TableSpec
+from .preconditions import above_floor, require, room_below
+from .stats import paired_differences
 from .studies import studies_read_by
 from .tables import MISSING, PAPER_COUNTERPART, cell, mean_std, paper_numbers, side_by_side
-from .verdicts import NO_LEARNING_MARGIN, Verdict, best_of, compare, paper_difference, per_seed
+from .verdicts import NO_LEARNING_MARGIN, Verdict, best_of, compare, effect, not_testable, paper_difference, per_seed
 
 PAPER_TABLE = "isogclr_table1"
 REPORT = "table1_unimodal"  # the report of these tables (``studies.<name>.report`` of the budget study)
@@ -76,12 +79,64 @@ def table1_verdicts(frame: pd.DataFrame, table: TableSpec, paper: pd.DataFrame |
     return out
 
 
+def longtail_gain_verdict(frame: pd.DataFrame, table: TableSpec, long_tailed: str, balanced: str,
+                          better: str = "isogclr", worse: str = "simclr", paper: pd.DataFrame | None = None
+                          ) -> Verdict:
+    """iSogCLR's claim (iii), "the gains are larger on long-tailed data": an interaction, per seed
+
+        [better - worse on ``long_tailed``] - [better - worse on ``balanced``]
+
+    (the same seed's runs on both datasets), with its Student-t interval over seeds; the paper's effect is the same
+    difference on the counterparts (CIFAR10-LT and CIFAR10 in Table 1: (iSogCLR - SimCLR) on CIFAR10-LT minus on
+    CIFAR10)."""
+    claim = f"Table 1 (iii): {better}'s gain over {worse} is larger on {long_tailed} than on {balanced}"
+    datasets = set(frame.dataset)
+    if not {long_tailed, balanced} <= datasets or not {better, worse} <= set(frame.method):
+        return not_testable(claim, f"no runs: needs {better} and {worse} on {long_tailed} and {balanced}")
+    paper = paper_numbers(PAPER_TABLE) if paper is None else paper
+    gap = {d: paired_differences(per_seed(frame, method=better, dataset=d), per_seed(frame, method=worse, dataset=d))
+           for d in (long_tailed, balanced)}
+    seeds = sorted(set(gap[long_tailed]) & set(gap[balanced]))
+    row = table.paper_row
+    paper_gaps = [paper_difference(paper, row(better), row(worse), dataset=PAPER_COUNTERPART.get(d, d))
+                  for d in (long_tailed, balanced)]
+    return effect(claim, {s: gap[long_tailed][s] - gap[balanced][s] for s in seeds},
+                  what=f"({better} - {worse}) on {long_tailed} - on {balanced}",
+                  paper_effect=None if None in paper_gaps else paper_gaps[0] - paper_gaps[1],
+                  detail=f"{better} - {worse}: " + "; ".join(
+                      f"{d} {sum(gap[d][s] for s in seeds) / len(seeds):+.2f}" for d in (long_tailed, balanced))
+                  if seeds else "")
+
+
+def ceilings(reference: pd.DataFrame | None, metric: str = "top1") -> dict[str, float]:
+    """Per dataset, the mean over seeds of the supervised reference (same encoder and budget, trained with labels)
+    in ``reference``: the ceiling of a linear probe at this scale; {} without reference rows."""
+    if reference is None or reference.empty:
+        return {}
+    rows = reference[reference["method"] == "supervised"]
+    return {str(d): float(v) for d, v in rows.groupby("dataset")[metric].mean().items()}
+
+
+def _in_regime(verdict: Verdict, means: Mapping[str, float], floor: float | None, ceiling: float | None,
+               margin: float) -> Verdict:
+    """``verdict`` under the preconditions that the compared methods learned (every mean above ``floor + margin``)
+    and that the ceiling leaves room for the paper's effect (ceiling - the best mean >= |paper's effect|)."""
+    checks = [above_floor(means, floor, margin)] if floor is not None else []
+    if ceiling is not None and verdict.paper_effect is not None and not math.isnan(verdict.paper_effect):
+        checks.append(room_below(means, ceiling, verdict.paper_effect))
+    return require(verdict, *checks) if checks else verdict
+
+
 def all_methods_verdicts(every: pd.DataFrame, methods: Sequence[str], datasets: Sequence[str], table: TableSpec,
-                         paper: pd.DataFrame | None = None) -> list[Verdict]:
+                         paper: pd.DataFrame | None = None, floors: Mapping[str, float] | None = None,
+                         ceiling: Mapping[str, float] | None = None, margin: float = NO_LEARNING_MARGIN
+                         ) -> list[Verdict]:
     """Per dataset and per iSogCLR variant run there (:data:`ISOGCLR`): "beats all baselines" (Tables 1/3/4; every
     method of ``methods`` but the iSogCLR variants and TaU+SimCLR, :func:`~isogclr.analysis.verdicts.best_of`) and,
-    when TaU+SimCLR was run, "beats TaU+SimCLR" (Table 10). ``table`` maps a method to its paper row."""
+    when TaU+SimCLR was run, "beats TaU+SimCLR" (Table 10). ``table`` maps a method to its paper row. ``floors`` /
+    ``ceiling`` (dataset -> no-learning score / supervised reference): the preconditions of :func:`_in_regime`."""
     paper = paper_numbers(PAPER_TABLE) if paper is None else paper
+    floors, ceiling = floors or {}, ceiling or {}
     out = []
     baselines = [m for m in methods if m not in ISOGCLR and m != TAU_SIMCLR]
     for dataset in datasets:
@@ -90,14 +145,19 @@ def all_methods_verdicts(every: pd.DataFrame, methods: Sequence[str], datasets: 
         for name in [m for m in ISOGCLR if m in set(here.method)]:
             mine = (name, per_seed(here, method=name))
             paper_row = table.paper_row(name)
-            out.append(best_of(f"Tables 1/3/4: {name} beats all {len(baselines)} baselines on {dataset}", mine,
-                               {m: per_seed(here, method=m) for m in baselines},
-                               paper_effects={m: paper_difference(paper, paper_row, m, dataset=counterpart)
-                                              for m in baselines}))
+            means = {m: float(here[here.method == m].top1.mean()) for m in [name, *baselines]}
+            out.append(_in_regime(best_of(
+                f"Tables 1/3/4: {name} beats all {len(baselines)} baselines on {dataset}", mine,
+                {m: per_seed(here, method=m) for m in baselines},
+                paper_effects={m: paper_difference(paper, paper_row, m, dataset=counterpart) for m in baselines}),
+                means, floors.get(dataset), ceiling.get(dataset), margin))
             if TAU_SIMCLR in set(here.method):
-                out.append(compare(f"Table 10: {name} > TaU+SimCLR on {dataset}", mine,
-                                   (TAU_SIMCLR, per_seed(here, method=TAU_SIMCLR)),
-                                   paper_effect=paper_difference(paper, paper_row, TAU_SIMCLR, dataset=counterpart)))
+                pair = {m: float(here[here.method == m].top1.mean()) for m in (name, TAU_SIMCLR)}
+                out.append(_in_regime(compare(
+                    f"Table 10: {name} > TaU+SimCLR on {dataset}", mine,
+                    (TAU_SIMCLR, per_seed(here, method=TAU_SIMCLR)),
+                    paper_effect=paper_difference(paper, paper_row, TAU_SIMCLR, dataset=counterpart)),
+                    pair, floors.get(dataset), ceiling.get(dataset), margin))
     return out
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .verdicts import Verdict, correlation
+from .correlations import at_bound_reason
+from .groups import group_correlation, group_table
+from .verdicts import Verdict
 
 BOUNDS = ("tau_min", "tau_max")  # the learned temperatures' bounds, as the methods' settings name them
 
@@ -74,17 +76,23 @@ def frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
 
 
 def frequency_verdict(taus: pd.DataFrame, claim: str, runs: Mapping[int, str]) -> Verdict:
-    """The claim "frequent semantics learn larger tau" on the runs ``{seed: run id}`` of one method and dataset:
-    per seed, Spearman(tau, class frequency) over samples with a seeded bootstrap interval over samples; the
-    seeds must agree in sign (:func:`.verdicts.correlation`). The class-mean correlations are in the evidence.
-    Temperatures mostly at one of the runs' bounds (:func:`frame_bounds`): not testable (at its bound)."""
+    """The claim "frequent semantics learn larger tau" on the runs ``{seed: run id}`` of one method and dataset,
+    judged over classes (the unit at which frequency varies: :func:`.groups.group_correlation`): per seed,
+    Spearman(mean tau per class, class frequency), the mean over seeds with a cluster bootstrap over classes. The
+    sample-level Spearman is in the evidence as description. Temperatures mostly at one of the runs' bounds
+    (:func:`frame_bounds`): not testable (at its bound)."""
     per_run = {seed: taus[taus["run"] == rid] for seed, rid in runs.items()}
-    verdict = correlation(claim, {seed: (df["tau"], df["class_frequency"]) for seed, df in per_run.items()},
-                          what="Spearman(tau, class frequency) over samples",
-                          bounds=frame_bounds(pd.concat(per_run.values())))
-    means = frequency_correlation(pd.concat(per_run.values())).set_index("run")["spearman_class_means"]
-    return replace(verdict, evidence=verdict.evidence + "; over class means: " + ", ".join(
-        f"seed {seed} {means[rid]:+.3f}" for seed, rid in runs.items()))
+    over_samples = frequency_correlation(pd.concat(per_run.values())).set_index("run")["spearman_samples"]
+    verdict = group_correlation(
+        claim, {seed: group_table(df, "label", "class_frequency", "tau") for seed, df in per_run.items()},
+        what="Spearman(mean tau per class, class frequency)",
+        description="over samples (description only, not the verdict): " + ", ".join(
+            f"seed {seed} {over_samples[rid]:+.3f}" for seed, rid in runs.items()))
+    bounds = frame_bounds(pd.concat(per_run.values()))
+    degenerate = at_bound_reason(pd.concat(per_run.values())["tau"], bounds) if bounds else None
+    if degenerate is None:
+        return verdict
+    return replace(verdict, status="not testable", p_rerun=None, evidence=f"{degenerate}; {verdict.evidence}")
 
 
 def extreme_class_distribution(taus: pd.DataFrame, k: int) -> pd.DataFrame:

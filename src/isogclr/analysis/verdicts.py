@@ -10,9 +10,9 @@ effect signed so that positive is the paper's direction:
   our interval < |paper's effect|);
 * **not testable**: one seed (no interval over seeds), no counterpart at this scale, a missing run, or no
   learning (both methods of a comparison within :data:`NO_LEARNING_MARGIN` of the best no-learning score:
-  ``compare(..., floor=...)``), or **at its bound** (a correlation on a learned quantity of which more than
-  :data:`AT_BOUND_SHARE` of the values sit within :data:`AT_BOUND_RTOL` of one of its bounds:
-  ``correlation(..., bounds=...)``, :func:`at_bound_reason`), with the reason.
+  ``compare(..., floor=...)``), or **at its bound** (a correlation on a learned quantity most of whose values
+  sit at one of its bounds: :mod:`.correlations`), or a failed precondition (:mod:`.preconditions`), with the
+  reason.
 
 Power, per paired verdict (:func:`effect`, hence :func:`compare`, :func:`best_of`, :func:`combine`): ``mde``, the
 minimum detectable effect, the smallest true effect that the two-sided paired t test at 95% detects with 80%
@@ -21,14 +21,15 @@ power given the observed spread of the per-seed differences and the number of se
 number of seeds that would detect an effect of the paper's size with that power at the observed spread
 (:func:`~isogclr.analysis.stats.seeds_needed`; ``">100"`` beyond :data:`~isogclr.analysis.stats.MAX_SEEDS`).
 
-**Settled across machines**: the ``p_rerun`` column, the probability that a rerun on a machine of another type
-(another draw of the training noise at the same seeds) gives the same status
-(:func:`~isogclr.analysis.stats.rerun_probability`); a verdict is settled when it is at least :data:`RERUN_SETTLED`.
+**Settled across machines**: the ``p_rerun`` column, the posterior predictive probability that a rerun on a machine
+of another type (another draw of the training noise at the same seeds) gives the same status
+(:func:`~isogclr.analysis.rerun.rerun_probability`); a supported or contradicted verdict is settled when it is at
+least :data:`RERUN_SETTLED` (the ``qualifier`` column: "settled" / "not settled (p 0.61)"); an inconclusive one
+says instead how many seeds would answer it (:func:`qualifier`).
 
 Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :func:`effect` (any per-seed
 difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
-(sensitive / insensitive to a hyper-parameter), :func:`correlation` (Spearman with a bootstrap interval over
-samples per seed; the seeds must agree in sign), :func:`exact` (a deterministic computation, no seeds) and
+(sensitive / insensitive to a hyper-parameter), :func:`exact` (a deterministic computation, no seeds) and
 :func:`not_testable`. Every report notebook ends with :func:`write_verdicts`
 (``reports/verdicts/<report>.csv``); the index stage (:mod:`isogclr.analysis.index`) gathers them.
 """
@@ -45,27 +46,23 @@ from typing import Any
 import pandas as pd
 
 from ..io import save_text
+from .rerun import SETTLED, floor_digits, is_settled, rerun_probability, seeds_to_answer
 from .stats import (
-    AT_BOUND_RTOL,
     MAX_SEEDS,
     POWER,
     Interval,
-    at_bound,
-    bootstrap_spearman,
     min_detectable_effect,
     paired_differences,
-    rerun_probability,
     seeds_needed,
     t_interval,
 )
 
 STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
 COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde", "seeds_needed",
-           "p_rerun", "evidence")
+           "p_rerun", "qualifier", "interval", "repeats", "evidence")
 LEVEL = 0.95
 NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
-AT_BOUND_SHARE = 0.5  # more than this share of a learned quantity's values at one bound: its correlations say nothing
-RERUN_SETTLED = 0.9  # a verdict whose status a rerun on another machine keeps with this probability is settled
+RERUN_SETTLED = SETTLED  # a supported / contradicted verdict a rerun keeps with this probability is settled (.rerun)
 
 Numbers = Mapping[Any, float]  # seed -> one number of one run
 
@@ -87,6 +84,10 @@ class Verdict:
     paper_effect: float | None = None
     mde: float | None = None
     seeds_needed: str | None = None
+    p_rerun: float | None = None  # set by a builder whose interval is not a t interval (a bootstrap); else computed
+    precondition: str | None = None  # the failed precondition and its measured value (.preconditions.require)
+    interval: str = "t"  # how the interval was made: "t" (over seeds), "bootstrap", "exact" (.multiplicity)
+    repeats: str | None = None  # the claim of another report this row repeats on the same runs (counted once)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -277,64 +278,6 @@ def knob_effect(claim: str, by_value: Mapping[Any, Numbers], *, tolerance: float
                    n_seeds=signed.n, paper_effect=paper_effect)
 
 
-def at_bound_reason(values: Iterable[float], bounds: Mapping[str, float], *, what: str = "values",
-                    share: float = AT_BOUND_SHARE, rtol: float = AT_BOUND_RTOL) -> str | None:
-    """The rule "not testable (at its bound)": when more than ``share`` of ``values`` sit at one of ``bounds``
-    (:func:`~isogclr.analysis.stats.at_bound`), the reason, e.g. "at its bound: 99.1% of the 12000 values within
-    5e-05 (1% of the bound) of tau_min 0.005"; None otherwise (the values spread between their bounds)."""
-    x = list(values)
-    frac, name, bound, tol = at_bound(x, bounds, rtol)
-    if frac <= share:
-        return None
-    scale = "the bound" if bound != 0 else "the bounds' range"
-    return (f"at its bound: {frac:.1%} of the {len(x)} {what} within {tol:.3g} ({rtol:.0%} of {scale}) of {name} "
-            f"{bound:g}, more than the {share:.0%} a learned quantity may have there")
-
-
-def correlation(claim: str, samples: Mapping[Any, tuple[Iterable[float], Iterable[float]]], *, what: str,
-                paper_effect: float | None = None, n_boot: int = 1000, seed: int = 0,
-                bounds: Mapping[str, float] | None = None) -> Verdict:
-    """"``x`` grows with ``y``": per seed, Spearman's rho over the run's samples with a seeded 95% percentile
-    bootstrap interval over samples (:func:`~isogclr.analysis.stats.bootstrap_spearman`). Supported when every
-    seed's interval lies above 0, contradicted when every one lies below 0 (the seeds agree in sign);
-    otherwise inconclusive (the evidence says whether the seeds' signs disagree); one seed: not testable.
-    Reported: the mean rho over seeds and the hull of the seeds' intervals.
-
-    ``bounds`` (name -> value): the bounds of a learned ``x`` (a temperature's ``tau_min`` / ``tau_max``). When
-    more than :data:`AT_BOUND_SHARE` of the x values of all seeds together sit at one of them
-    (:func:`at_bound_reason`), the ranks compare rounding noise: **not testable (at its bound)**, the fraction
-    stated first in the evidence, the numbers kept."""
-    samples = {s: (list(x), list(y)) for s, (x, y) in samples.items()}
-    by_seed = {s: bootstrap_spearman(x, y, n_boot=n_boot, seed=seed) for s, (x, y) in samples.items()}
-    if not by_seed:
-        return not_testable(claim, "no run")
-    verdict = _correlation_verdict(claim, by_seed, what=what, paper_effect=paper_effect)
-    degenerate = at_bound_reason([v for x, _ in samples.values() for v in x], bounds) \
-        if bounds else None
-    if degenerate is None:
-        return verdict
-    return replace(verdict, status="not testable", evidence=f"{degenerate}; {verdict.evidence}")
-
-
-def _correlation_verdict(claim: str, by_seed: Mapping[Any, Interval], *, what: str,
-                         paper_effect: float | None) -> Verdict:
-    """:func:`correlation`'s rule on the seeds' bootstrap intervals ``by_seed`` (at least one)."""
-    listing = "; ".join(f"seed {s}: rho {i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}] over {i.n} samples"
-                        for s, i in by_seed.items())
-    said = "paper: no number" if paper_effect is None else f"paper: {paper_effect:+.3f}"
-    mean = sum(i.estimate for i in by_seed.values()) / len(by_seed)
-    low, high = min(i.low for i in by_seed.values()), max(i.high for i in by_seed.values())
-    if len(by_seed) < 2:
-        return Verdict(claim, "not testable", f"{what}, {listing}; one seed: agreement across seeds cannot be "
-                                              f"checked; {said}", effect=mean, n_seeds=1, paper_effect=paper_effect)
-    # the hull of the seeds' intervals excludes 0 exactly when every seed's does, on the same side
-    status = status_of(Interval(mean, low, high, len(by_seed)))
-    estimates = {math.copysign(1, i.estimate) for i in by_seed.values() if i.estimate != 0}
-    agree = "the seeds agree in sign" if len(estimates) <= 1 else "the seeds disagree in sign"
-    return Verdict(claim, status, f"{what}, {listing}; {agree}; {said}", effect=mean, ci_low=low, ci_high=high,
-                   n_seeds=len(by_seed), paper_effect=paper_effect)
-
-
 def exact(claim: str, margin: float, evidence: str, *, paper_effect: float | None = None) -> Verdict:
     """A claim about a deterministic computation (a closed form, an exact optimum: no seed, no sampling), whose
     ``margin`` is positive when the claim holds: supported if > 0, contradicted if < 0, inconclusive at 0.
@@ -342,7 +285,7 @@ def exact(claim: str, margin: float, evidence: str, *, paper_effect: float | Non
     margin = float(margin)
     evidence = f"{evidence}; exact computation (no seeds), margin {margin:+.4g}"
     return Verdict(claim, status_of(Interval(margin, margin, margin, 0)), evidence, effect=margin, ci_low=margin,
-                   ci_high=margin, paper_effect=paper_effect)
+                   ci_high=margin, paper_effect=paper_effect, interval="exact")
 
 
 def not_testable(claim: str, reason: str) -> Verdict:
@@ -385,9 +328,40 @@ def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def qualifier(status: str, p_rerun: float | None, ci_low: float | None, ci_high: float | None,
+              n_seeds: int | None, paper_effect: float | None, effect: float | None) -> str:
+    """The words after a status: "settled" / "not settled (p 0.61)" for a supported or contradicted verdict
+    (:func:`~isogclr.analysis.rerun.is_settled`, p printed rounded down); for an inconclusive one with a t interval,
+    how many seeds would answer it at the paper's effect, else at the effect we observed
+    (:func:`~isogclr.analysis.rerun.seeds_to_answer`; "... would have been seen at these seeds" when ours already
+    suffice: the effect is not there); "" otherwise."""
+    settled = is_settled(status, p_rerun)
+    if settled is not None:
+        return "settled" if settled else f"not settled (p {floor_digits(p_rerun)})"
+    missing = [x is None or (isinstance(x, float) and math.isnan(x)) for x in (ci_low, ci_high, n_seeds)]
+    if status != "inconclusive" or any(missing) or int(n_seeds) < 2:
+        return ""
+    paper = paper_effect is not None and not (isinstance(paper_effect, float) and math.isnan(paper_effect))
+    target, at = (paper_effect, "the paper's effect") if paper else (effect, "the observed effect")
+    count = seeds_to_answer(ci_low, ci_high, int(n_seeds), target)
+    if count and count <= int(n_seeds):
+        return f"{at} would have been seen at these seeds"
+    return f"{count} seeds would answer it at {at}" if count else f"more than {MAX_SEEDS} seeds at {at}"
+
+
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
-    """The verdicts as a table with :data:`COLUMNS` (the CSV's), ``p_rerun`` computed (:func:`rerun_probability`)."""
-    rows = [{**asdict(v), "p_rerun": rerun_probability(v.status, v.ci_low, v.ci_high, v.n_seeds)} for v in verdicts]
+    """The verdicts as a table with :data:`COLUMNS` (the CSV's): ``p_rerun`` (the builder's, else
+    :func:`~isogclr.analysis.rerun.rerun_probability` of the t interval) and the :func:`qualifier`."""
+    rows = []
+    for v in verdicts:
+        p = v.p_rerun if v.p_rerun is not None else rerun_probability(v.status, v.ci_low, v.ci_high, v.n_seeds)
+        words = qualifier(v.status, p, v.ci_low, v.ci_high, v.n_seeds, v.paper_effect, v.effect)
+        if v.p_rerun is not None and v.status == "inconclusive":  # a bootstrap over groups, not a t over seeds
+            words = "a bootstrap over groups: more groups, not more seeds, would answer it"
+        if v.status == "not testable":  # the failed precondition, or a short reason ("no runs", "no learning")
+            head = v.evidence.split(":", 1)[0]
+            words = v.precondition or (head if ":" in v.evidence and len(head) <= 30 else "")
+        rows.append({**asdict(v), "p_rerun": p, "qualifier": words})
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,
                                                              "p_rerun": float})
 

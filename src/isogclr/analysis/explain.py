@@ -1,0 +1,87 @@
+"""The words every report page shares: what "settled" and a precondition mean (one snippet, shown on every page
+and in the index, so that no page defines them differently)."""
+
+from __future__ import annotations
+
+from .rerun import SETTLED
+
+SETTLED_NOTE = (
+    "Settled: a supported or contradicted verdict is settled when a rerun on a machine of another type (another "
+    "draw of the training noise at the same seeds) would give the same status with predictive probability at "
+    f"least {SETTLED:g} (p_rerun: a posterior predictive that carries the uncertainty of the seeds' spread, "
+    "isogclr.analysis.rerun); simulated, 97.5% of the verdicts it calls settled at 7 seeds keep their status, and "
+    "no verdict resting on 3 seeds can be settled. An inconclusive verdict says instead how many seeds would "
+    "answer it (at the paper's effect, else at the one observed).")
+PRECONDITION_NOTE = (
+    "Not testable (precondition: measured value): the runs are outside the regime the claim speaks of, as "
+    "measured on them (isogclr.analysis.preconditions): the knob did not move the state it drives, the runs did "
+    "not reach the end state the claim is about, the paper's premise does not hold, or the runs did not learn "
+    "(at the no-learning floor) or leave no room for the paper's effect (at the ceiling).")
+MULTIPLICITY_NOTE = (
+    "Multiplicity: beside each status, the status under a Holm adjustment across every claim tested (each counted "
+    "once): a supported or contradicted verdict keeps its status when its p value, times the number of claims "
+    "still in play, stays below 0.05 (isogclr.analysis.multiplicity).")
+
+_DECIDED = ("supported", "contradicted")
+
+
+def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], holm: list[str] | None = None,
+                most: int = 3) -> str:
+    """The bottom line of a report, generated from its verdicts: which claims are supported or contradicted (settled
+    or not, and whether they survive Holm's adjustment across all claims), and how many are open or not testable.
+    E.g. "Bottom line: contradicted, settled: A. Not resolved at this scale: 7 inconclusive, 2 not testable."."""
+    holm = holm or [""] * len(claims)
+    decided = [(c, s, q, h) for c, s, q, h in zip(claims, statuses, qualifiers, holm, strict=True) if s in _DECIDED]
+    parts = []
+    for c, s, q, h in decided[:most]:
+        after = f" (Holm: {h})" if h and h != s else ""
+        parts.append(f"{s}{', ' + q if q else ''}{after}: {c}")
+    if len(decided) > most:
+        parts.append(f"and {len(decided) - most} more supported or contradicted")
+    open_ = sum(s == "inconclusive" for s in statuses)
+    untestable = sum(s == "not testable" for s in statuses)
+    rest = ", ".join(x for x in (f"{open_} inconclusive" if open_ else "",
+                                 f"{untestable} not testable" if untestable else "") if x)
+    head = "; ".join(parts) + "." if parts else "no claim is supported or contradicted."
+    return f"Bottom line: {head}" + (f" Not resolved at this scale: {rest}." if rest else "")
+
+
+def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
+    """``(training images, classes, pixels per side)`` of a generated or mini dataset of ``params`` (``data:``):
+    synth10 / synth100 take ``per_class`` images of each class, fashion_mnist_mini its ``per_class``; a ``_lt``
+    variant keeps int(n (1/100)^(r / (C - 1))) of the r-th class (imbalance ratio 100, as the data module does)."""
+    data = params.get("data") or {}
+    base = dataset.removesuffix("_lt")
+    if base.startswith("synth"):
+        classes = int(base.removeprefix("synth"))
+        per_class, side = int(data["synthetic"]["per_class"][classes][0]), int(data["synthetic"]["image_size"])
+    elif base == "fashion_mnist_mini":
+        classes, per_class = 10, int(data["fashion_mnist_mini"]["per_class"][0])
+        side = int(data["fashion_mnist_mini"]["image_size"])
+    else:
+        raise ValueError(f"no image count for dataset {dataset!r}")
+    if dataset.endswith("_lt"):
+        return sum(int(per_class * 0.01 ** (r / (classes - 1))) for r in range(classes)), classes, side
+    return per_class * classes, classes, side
+
+
+def scale_sentence(params: dict, epochs: dict[str, int], seeds: int, extra: str = "") -> str:
+    """One sentence of scale, "Scale: ...": per dataset its training images, classes, pixels and epochs, the encoder
+    (``model.encoder``: arch and width), the seeds; ``extra`` is appended (e.g. a study's batch sizes)."""
+    encoder = (params.get("model") or {}).get("encoder") or {}
+    sets = "; ".join(f"{d}: {n:,} training images of {c} classes, {side}x{side} pixels, {e} epochs"
+                     for d, e in epochs.items() for n, c, side in [train_images(params, d)])
+    return (f"Scale: {sets}; encoder {encoder.get('arch', '?')} width {encoder.get('width', '?')} trained from "
+            f"scratch on CPU; {seeds} seeds{'; ' + extra if extra else ''}.")
+
+
+def pairs_scale_sentence(params: dict, epochs: int, batch: int, seeds: int) -> str:
+    """The image-text reports' sentence of scale: the generated pairs (``data.synthetic_pairs``) and the image
+    encoder (``bimodal.image_encoder``)."""
+    pairs = (params.get("data") or {}).get("synthetic_pairs") or {}
+    encoder = ((params.get("bimodal") or {}).get("image_encoder")) or {}
+    init = "pre-trained with labels on synth100" if encoder.get("init") else "from scratch"
+    return (f"Scale: {int(pairs.get('num_pairs', 0)):,} generated image-text pairs of {pairs.get('num_clusters')} "
+            f"semantic clusters, {pairs.get('image_size')}x{pairs.get('image_size')} pixels; image encoder "
+            f"{encoder.get('arch', '?')} width {encoder.get('width', '?')} {init}; {epochs} epochs at batch {batch} "
+            f"on CPU; {seeds} seeds.")
