@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io import read_json
-from .base import ImageData, register_dataset
+from .base import ImageData
 from .folder import decode_labelled
 
 INATURALIST_SIZE = 64
@@ -55,6 +55,5 @@ def load_inaturalist(root: Path, split: str, size: int | None = None) -> ImageDa
                             "image_id": [e["id"] for e in meta["images"]]})
 
 
-@register_dataset("inaturalist")
 def load_inaturalist_split(root: Path, split: str) -> ImageData:
     return load_inaturalist(root, split)

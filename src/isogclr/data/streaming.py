@@ -31,7 +31,7 @@ from torchvision.transforms import v2
 
 from ..io import read_json, read_lines
 from .augment import MEAN, STD, AugmentConfig
-from .base import STREAMED
+from .base import STREAMS
 from .folder import IMAGE_EXTENSIONS, imagenet100_split, read_class_list
 from .inaturalist import ANNOTATION_FILES, INATURALIST_FOLDER, INATURALIST_HINT
 from .keyed import epoch_generator, sample_rng
@@ -357,42 +357,25 @@ def check_distinct(index: torch.Tensor, num_samples: int) -> None:
                            "distinct indices (check the shard split)")
 
 
-StreamLoader = Callable[[Path, str, Transform, int], StreamingImages]
-STREAMS: dict[str, StreamLoader] = {}
-
-
-def register_stream(name: str) -> Callable[[StreamLoader], StreamLoader]:
-    """Register ``fn(root, split, transform, views) -> StreamingImages`` as the streaming form of dataset ``name``."""
-    def decorate(fn: StreamLoader) -> StreamLoader:
-        if name in STREAMS:
-            raise ValueError(f"stream name {name!r} is registered twice")
-        if name not in STREAMED:
-            raise ValueError(f"stream {name!r} is not named in isogclr.data.base.STREAMED: add it there")
-        STREAMS[name] = fn
-        return fn
-    return decorate
-
-
 def load_stream(name: str, root: Path | str, split: str, transform: Transform, views: int = 2) -> StreamingImages:
     """Split ``"train"`` / ``"test"`` of the dataset ``name`` as a stream; the same samples, labels and dataset
     indices as its in-memory loader (:func:`~isogclr.data.base.load_dataset`), decoded per sample."""
     if name not in STREAMS:
-        raise KeyError(f"dataset {name!r} has no streaming loader (streamed: {sorted(STREAMS)}); the others are "
+        raise KeyError(f"dataset {name!r} has no stream loader (streamed: {sorted(STREAMS)}); the others are "
                        "small enough for memory: remove train.stream or the dataset")
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     return STREAMS[name](Path(root), split, transform, views)
 
 
-@register_stream("imagenet100")
-def _imagenet100_stream(root: Path, split: str, transform: Transform, views: int) -> StreamingImages:
+# the stream loaders named in isogclr.data.base.STREAMS
+def imagenet100_stream(root: Path, split: str, transform: Transform, views: int) -> StreamingImages:
     folder, hint = imagenet100_split(root, split)
     paths, labels, names = list_image_folder(folder, read_class_list("imagenet100"), hint)
     return StreamingImages(folder, paths, labels, names, transform, views)
 
 
-@register_stream("inaturalist")
-def _inaturalist_stream(root: Path, split: str, transform: Transform, views: int) -> StreamingImages:
+def inaturalist_stream_split(root: Path, split: str, transform: Transform, views: int) -> StreamingImages:
     base = Path(root) / INATURALIST_FOLDER
     if not (base / ANNOTATION_FILES[split]).is_file():
         raise FileNotFoundError(f"{base / ANNOTATION_FILES[split]} not found: {INATURALIST_HINT} {base}")
