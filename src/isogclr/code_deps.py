@@ -9,6 +9,7 @@ imports through a registry (its losses, its datasets' loaders and stream loaders
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,22 @@ def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
     found = module_imports(path, "__notebook__")
     return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
                   | {lazy for m in found for lazy in _lazy_module(m, Path(root))})
+
+
+def by_method(params: dict[str, Any], methods: list[str] | tuple[str, ...],
+              closure_of: Callable[[list[str]], list[str]]) -> tuple[list[str], dict[str, str]] | None:
+    """A stage family's code split by method: ``(shared, own)``, where ``own[m]`` is the source file of method
+    ``m``'s loss (``methods.<m>.loss``) and ``shared`` every other file of the methods' closures
+    (``closure_of([m])``), so that a run of ``m`` depends on ``shared + [own[m]]``: an edit of one method's loss
+    module leaves the other methods' runs up to date. The helpers of several losses (``losses/gram.py``, ...) are
+    shared. None when a method's loss module is in another method's closure (``isogclr_bimodal`` builds on
+    ``sogclr_bimodal``): such a family keeps one list, the union of its methods' closures."""
+    from .losses.registry import LOSSES
+
+    own = {m: f"{SRC.as_posix()}/{LOSSES.module_of(((params.get('methods') or {}).get(m) or {}).get('loss', m))}"
+              .replace(".", "/") + ".py" for m in methods}
+    closures = {m: set(closure_of([m])) for m in methods}
+    if any(own[m] in closures[other] for m in methods for other in methods if own[other] != own[m]):
+        return None
+    shared = set().union(*closures.values()) - set(own.values())
+    return sorted(shared), own
