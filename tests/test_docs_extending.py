@@ -51,6 +51,7 @@ def perform(repo: Path, action: str, arg: str, body: str, env: dict[str, str]) -
 def test_the_markers_cover_both_tutorials():
     actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
     assert ("file", "src/isogclr/losses/align_uniform.py") in actions
+    assert ("insert", r"src/isogclr/losses/registry.py after ^UNIMODAL = \{") in actions  # its line in the table
     assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 4
 
 
