@@ -12,7 +12,7 @@ shards of 1,000 samples (:func:`isogclr.data.webdataset.write_shards`). For each
 while a sampler thread records the resident memory of the process and its DataLoader workers every second
 (RSS summed over the processes, which counts shared pages once per process, and PSS, which splits them).
 
-* folder: :class:`~isogclr.data.streaming.StreamingImages` + :func:`~isogclr.data.streaming.epoch_loader`,
+* folder: :class:`~isogclr.data.loaders.StreamingImages` + :func:`~isogclr.data.loaders.epoch_loader`,
   two SimCLR views at 224 (RandomResizedCrop 224, the unimodal ImageNet-scale setting, blur p = 0.5), iSogCLR
   loss on the two views;
 * shards: :func:`~isogclr.data.webdataset.shard_loader`, one view at 256 (the bimodal setting's crop of the
@@ -126,14 +126,8 @@ def one(kind: str, n: int, work: Path, workers: int, batch: int, steps: int) -> 
     import yaml
 
     from isogclr.data.augment import AugmentConfig
-    from isogclr.data.streaming import (
-        LoaderSpec,
-        StreamingImages,
-        epoch_loader,
-        pair_transform,
-        simclr_transform,
-        to_normalized,
-    )
+    from isogclr.data.loaders import LoaderSpec, StreamingImages, epoch_loader
+    from isogclr.data.transforms import pair_transform, simclr_transform, to_normalized
     from isogclr.data.webdataset import shard_loader
     from isogclr.losses import build_loss
     from isogclr.models import ContrastiveModel, EncoderConfig, HeadConfig

@@ -24,14 +24,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import (
-    ISogCLRBimodalLoss,
-    ISogCLRLoss,
-    MovingAverageConventions,
-    SogCLRBimodalLoss,
-    SogCLRLoss,
-    TrainingDiverged,
-)
+from isogclr.losses import TrainingDiverged
+from isogclr.losses.conventions import MovingAverageConventions
+from isogclr.losses.isogclr import ISogCLRLoss
+from isogclr.losses.isogclr_bimodal import ISogCLRBimodalLoss
+from isogclr.losses.sogclr import SogCLRLoss
+from isogclr.losses.sogclr_bimodal import SogCLRBimodalLoss
 
 N, B, D, STEPS = 10, 5, 6, 9
 TOL = 1e-10

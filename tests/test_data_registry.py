@@ -1,4 +1,4 @@
-"""The dataset registry names each dataset's module and imports it when the dataset is loaded."""
+"""The dataset registries name each dataset's loader and import its module only when the dataset is loaded."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from isogclr.data import DATASETS, REGISTRY, dataset_module, register_dataset
+from isogclr.data import DATASETS, STREAMS, load_dataset
 
 
 def test_importing_the_package_imports_no_dataset_and_loading_one_imports_its_module():
@@ -20,18 +20,22 @@ def test_importing_the_package_imports_no_dataset_and_loading_one_imports_its_mo
     assert {"isogclr.data.synthetic"} <= set(eval(out[1])) and "isogclr.data.cifar" not in out[1]
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_every_row_is_the_module_that_registers_the_dataset(name):
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_every_row_names_the_loader_of_its_module(name):
     loader = DATASETS[name]
-    assert callable(loader) and loader.__module__ == dataset_module(name) == REGISTRY[name]
+    assert callable(loader) and loader.__module__ == DATASETS.module_of(name)
+    assert loader.__name__ == DATASETS.target(name).partition(":")[2]
 
 
-def test_a_dataset_outside_the_table_or_in_another_module_is_refused():
-    with pytest.raises(ValueError, match=r"dataset 'new_set' .* is not registered as such .*REGISTRY"):
-        register_dataset("new_set")(lambda root, split: None)
-    DATASETS["cifar10"]  # registered by isogclr.data.cifar
-    with pytest.raises(ValueError, match=r"dataset name 'cifar10' is registered twice"):
-        register_dataset("cifar10")(lambda root, split: None)
-    with pytest.raises(KeyError, match="unknown dataset 'nope'"):
-        dataset_module("nope")
-    assert "new_set" not in DATASETS
+def test_an_unknown_dataset_names_the_known_ones():
+    with pytest.raises(KeyError, match=r"unknown dataset 'nope'; known: \[.*'synth10_lt'"):
+        load_dataset("nope", "data", "train")
+    with pytest.raises(KeyError, match=r"unknown dataset 'nope'"):
+        DATASETS.module_of("nope")
+    assert "nope" not in DATASETS and "synth10" in DATASETS
+
+
+def test_streams_are_datasets_with_a_stream_loader():
+    assert set(STREAMS) <= set(DATASETS) and set(STREAMS) == {"imagenet100", "inaturalist"}
+    with pytest.raises(KeyError, match=r"unknown stream 'synth10'; known: \['imagenet100', 'inaturalist'\]"):
+        STREAMS.module_of("synth10")

@@ -14,14 +14,9 @@ import torch.multiprocessing as mp
 from PIL import Image
 
 from isogclr.data.augment import AugmentConfig
-from isogclr.data.streaming import (
-    LoaderSpec,
-    check_distinct,
-    epoch_loader,
-    image_folder_stream,
-    pair_transform,
-    simclr_transform,
-)
+from isogclr.data.loaders import LoaderSpec, check_distinct, epoch_loader
+from isogclr.data.streaming import image_folder_stream
+from isogclr.data.transforms import pair_transform, simclr_transform
 from isogclr.data.webdataset import shard_loader, write_shards
 from isogclr.losses.conventions import LogMovingAverage
 from isogclr.train.distributed import gather_no_grad

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from isogclr.data.streaming import pair_transform
+from isogclr.data.transforms import pair_transform
 from isogclr.data.webdataset import shard_loader, worker_skips, write_shards
 
 N, B = 58, 6  # shards of 7 samples: 9 shards, the last of 2 (uneven shares between workers)

@@ -12,17 +12,9 @@ from PIL import Image
 
 from isogclr.data.augment import AugmentConfig
 from isogclr.data.folder import image_folder
-from isogclr.data.streaming import (
-    LoaderSpec,
-    caption_tsv_stream,
-    check_distinct,
-    epoch_loader,
-    image_folder_stream,
-    inaturalist_stream,
-    pair_transform,
-    simclr_transform,
-    to_normalized,
-)
+from isogclr.data.loaders import LoaderSpec, check_distinct, epoch_loader
+from isogclr.data.streaming import caption_tsv_stream, image_folder_stream, inaturalist_stream
+from isogclr.data.transforms import pair_transform, simclr_transform, to_normalized
 from isogclr.data.webdataset import load_webdataset_tar, rank_shards, shard_loader, shard_sizes, write_shards
 
 

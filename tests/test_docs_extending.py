@@ -1,9 +1,10 @@
-"""docs/extending.md, performed: its files written, its insertions made and its commands run, in order, in a
-temporary copy of the repository (the smoke profile's sizes: `profile mini` runs as `profile smoke`, which
-extends it)."""
+"""docs/extending.md, performed (a loss, a dataset, a study): its files written, its insertions made and its
+commands run, in order, in a temporary copy of the repository (the smoke profile's sizes: `profile mini` runs as
+`profile smoke`, which extends it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -51,7 +52,9 @@ def perform(repo: Path, action: str, arg: str, body: str, env: dict[str, str]) -
 def test_the_markers_cover_both_tutorials():
     actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
     assert ("file", "src/isogclr/losses/align_uniform.py") in actions
-    assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 4
+    assert ("insert", r"src/isogclr/losses/registry.py after ^UNIMODAL = \{") in actions  # its line in the table
+    assert ("insert", "src/isogclr/data/base.py after ^DATASETS = Registry") in actions  # a dataset's line
+    assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 5
 
 
 @pytest.mark.slow
@@ -62,6 +65,8 @@ def test_the_tutorials_run_on_a_copy_of_the_repository(tmp_path):
            "PYTHONPATH": str(repo / "src")}  # the copy's code (with the new loss), not the checkout's
     outputs = [perform(repo, *step, env) for step in steps(DOC.read_text())]
     assert (repo / "pipelines" / "study_align_t" / "dvc.yaml").exists()
+    assert "80 ['dark', 'light']" in "".join(outputs)  # the new dataset, loaded by name
+    assert json.loads((repo / "runs" / "simclr-noise_tones-s0" / "metrics.json").read_text())["top1"] >= 0
     runs = sorted(p.name for p in (repo / "studies" / "align_t").iterdir())
     assert runs == [f"align_uniform-{v}-s{s}" for v in ("1.0", "4.0") for s in (0, 1, 2)]
     table = outputs[-1]

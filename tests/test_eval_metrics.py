@@ -70,7 +70,7 @@ def test_exact_objective_and_grad_norm_match_direct_autograd():
     assert value == pytest.approx(direct.item(), rel=1e-12)
     assert norm == pytest.approx(sum((g ** 2).sum() for g in grads).item(), rel=1e-10)
     # the objective is the GCL with all (n - 1) * A negatives: with A = 2 it is SogCLR's v1 with gamma = 1
-    from isogclr.losses import SogCLRLoss
+    from isogclr.losses.sogclr import SogCLRLoss
 
     feats = torch.nn.functional.normalize(model(views.flatten(0, 1)).reshape(7, 2, -1), dim=-1)
     sog = SogCLRLoss(7, tau=0.3, gamma=1.0)(feats[:, 0], feats[:, 1], torch.arange(7))

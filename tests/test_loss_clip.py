@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, CLIPLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.clip import CLIPLoss
 
 from .loss_helpers import assert_close, grads
 

@@ -8,7 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, CLIPIndividualTauLoss, CLIPLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.clip import CLIPLoss
+from isogclr.losses.clip_individual_tau import CLIPIndividualTauLoss
 
 B, D, N = 6, 5, 11
 

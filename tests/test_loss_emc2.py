@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, EMC2Loss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.emc2 import EMC2Loss
 
 B, D = 4, 3
 

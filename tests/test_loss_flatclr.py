@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from isogclr.losses import LOSSES, FlatCLRLoss, SimCLRLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.flatclr import FlatCLRLoss
+from isogclr.losses.simclr import SimCLRLoss
 
 from .loss_helpers import assert_close, extreme, features, grads
 

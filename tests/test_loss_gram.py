@@ -14,9 +14,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import ISogCLRLoss, MovingAverageConventions, SogCLRBimodalLoss, SogCLRLoss, TrainingDiverged
+from isogclr.losses import TrainingDiverged
+from isogclr.losses.conventions import MovingAverageConventions
 from isogclr.losses.gram import GramGradient, two_view_features
+from isogclr.losses.isogclr import ISogCLRLoss
 from isogclr.losses.isogclr_bimodal import ISogCLRBimodalLoss
+from isogclr.losses.sogclr import SogCLRLoss
+from isogclr.losses.sogclr_bimodal import SogCLRBimodalLoss
 
 from .loss_helpers import assert_close, features, grads
 

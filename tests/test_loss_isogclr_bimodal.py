@@ -8,7 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, ISogCLRBimodalLoss, MovingAverageConventions, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.conventions import MovingAverageConventions
+from isogclr.losses.isogclr_bimodal import ISogCLRBimodalLoss
 
 from .loss_helpers import assert_close, grads
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, NegativeCacheLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.negcache import NegativeCacheLoss
 
 B, D = 5, 4
 

@@ -1,5 +1,5 @@
-"""A loss is one module named after it; the registry reads each module's modality from its source; every loss
-declares the interface the trainers read."""
+"""A loss is one module named after it and one line of its modality's table; every loss declares the interface the
+trainers read."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from torch import nn
 
 from isogclr.losses import BIMODAL_LOSSES, LOSSES, MODALITY, UNIMODAL_LOSSES, build_loss, losses_of, register_loss
 from isogclr.losses.base import ContrastiveLoss
-from isogclr.losses.registry import ModalityT, loss_module, registered
+from isogclr.losses.registry import BIMODAL, UNIMODAL, ModalityT
 
 
 def test_every_loss_has_a_modality_and_the_lists_are_derived():
@@ -66,33 +66,31 @@ def test_bad_modality_and_missing_attribute_are_errors():
     class OutsideThePackage(ContrastiveLoss):  # defined in this test module, not in isogclr.losses.<name>
         expects_normalized = True
 
-    with pytest.raises(ValueError, match=r"OutsideThePackage is defined in tests.test_loss_registry: a loss is a "
-                                         r"module of isogclr.losses"):
+    with pytest.raises(ValueError, match=r"OutsideThePackage \(tests.test_loss_registry\) is not in the table of "
+                                         r"unimodal losses: .*\"test_loss_registry\": \"tests.test_loss_registry:"
+                                         r"OutsideThePackage\" in UNIMODAL"):
         register_loss("unimodal")(OutsideThePackage)
-    with pytest.raises(KeyError, match="unknown loss 'no_such_loss': no module isogclr.losses.no_such_loss"):
+    with pytest.raises(KeyError, match=r"unknown loss 'no_such_loss'; known: \['barlow_twins', "):
         build_loss("no_such_loss", 4)
     with pytest.raises(KeyError, match="unknown loss 'two_views'"):  # a helper module holds no loss
-        loss_module("two_views")
+        LOSSES.module_of("two_views")
 
 
-def test_the_registry_is_the_modules_of_the_package(tmp_path, monkeypatch):
-    """Every module with a @register_loss class is a loss named after the module, and nothing else is."""
+def test_the_tables_name_each_loss_by_its_module_and_modality():
+    """Every line is ``"<name>": "isogclr.losses.<name>:<Class>"``, its class declares the table's modality, and
+    every module of the package with a registered class has its line."""
     import isogclr.losses.registry as reg
 
+    assert not set(UNIMODAL) & set(BIMODAL) and list(LOSSES) == sorted({**UNIMODAL, **BIMODAL})
+    for name in LOSSES:
+        assert LOSSES.module_of(name) == f"isogclr.losses.{name}" and LOSSES[name].__module__ == LOSSES.module_of(name)
+    # a class registered as bimodal while its line is unimodal is refused, naming the table
+    with pytest.raises(ValueError, match=r"SimCLRLoss \(isogclr.losses.simclr\) is not in the table of bimodal"):
+        register_loss("bimodal")(LOSSES["simclr"])
     files = {p.stem for p in Path(reg.__file__).parent.glob("*.py")}
-    assert set(registered()) <= files and {"base", "two_views", "registry", "numerics"} & set(registered()) == set()
-    for name, entry in registered().items():
-        assert LOSSES[name].__name__ == entry.cls and LOSSES[name].__module__ == f"isogclr.losses.{name}"
-    # the modality is read from the decorator's literal; anything else is refused naming the file
-    (tmp_path / "computed.py").write_text("MOD = 'unimodal'\n@register_loss(modality=MOD)\nclass A:\n    pass\n")
-    with pytest.raises(ValueError, match=r"computed.py: class A: write @register_loss\(modality='unimodal'\)"):
-        reg._declared(tmp_path / "computed.py")
-    (tmp_path / "two.py").write_text("@register_loss('unimodal')\nclass A: pass\n"
-                                     "@register_loss('bimodal')\nclass B: pass\n")
-    with pytest.raises(ValueError, match=r"two.py: one loss per module .*\['A', 'B'\]"):
-        reg._declared(tmp_path / "two.py")
-    (tmp_path / "one.py").write_text("@register_loss('bimodal')\nclass Mine: pass\n")
-    assert reg._declared(tmp_path / "one.py") == reg.LossEntry("Mine", "bimodal")
+    assert set(LOSSES) <= files and {"base", "two_views", "registry", "numerics"} & set(LOSSES) == set()
+    decorated = {p.stem for p in Path(reg.__file__).parent.glob("*.py") if "\n@register_loss(" in p.read_text()}
+    assert decorated == set(LOSSES)
 
 
 # --- the interface the trainers read (isogclr.losses.base.ContrastiveLoss), one test per registered loss ---
@@ -105,7 +103,7 @@ def test_every_loss_declares_the_interface(name):
     """The trainers read expects_normalized, extra_outputs, temperatures() and step_stats() without probing."""
     cls = LOSSES[name]
     assert issubclass(cls, ContrastiveLoss) and cls.registry_name == name and cls.modality == MODALITY[name]
-    assert cls.__module__ == loss_module(name)
+    assert cls.__module__ == LOSSES.module_of(name)
     assert isinstance(cls.extra_outputs, int) and cls.extra_outputs == (1 if name == "tau_simclr" else 0)
     loss = build_loss(name, 16, **_KWARGS.get(name, {}))
     taus = loss.temperatures()
@@ -152,6 +150,6 @@ def test_importing_the_package_imports_no_loss_and_building_one_imports_its_modu
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == str(["isogclr.losses.base", "isogclr.losses.numerics", "isogclr.losses.registry"])
     assert out[1] == str(["isogclr.losses.simclr", "isogclr.losses.two_views"])
-    from isogclr.losses import CyCLIPLoss  # the classes stay importable from the package
+    from isogclr.losses.cyclip import CyCLIPLoss
 
     assert CyCLIPLoss is LOSSES["cyclip"]

@@ -6,7 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, SimCLRLoss, SiMoLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.simclr import SimCLRLoss
+from isogclr.losses.simo import SiMoLoss
 
 from .loss_helpers import assert_close, features, grads
 

@@ -9,7 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, CLIPLoss, MovingAverageConventions, SogCLRBimodalLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.clip import CLIPLoss
+from isogclr.losses.conventions import MovingAverageConventions
+from isogclr.losses.sogclr_bimodal import SogCLRBimodalLoss
 
 from .loss_helpers import assert_close, grads
 

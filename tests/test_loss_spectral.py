@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import LOSSES, SpectralContrastiveLoss, build_loss
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.spectral import SpectralContrastiveLoss
 
 from .loss_helpers import assert_close, features, grads
 

@@ -16,14 +16,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.losses import (
-    LOSSES,
-    ISogCLRLoss,
-    MovingAverageConventions,
-    SimCLRLoss,
-    SogCLRLoss,
-    build_loss,
-)
+from isogclr.losses import LOSSES, build_loss
+from isogclr.losses.conventions import MovingAverageConventions
+from isogclr.losses.isogclr import ISogCLRLoss
+from isogclr.losses.simclr import SimCLRLoss
+from isogclr.losses.sogclr import SogCLRLoss
 
 from .loss_helpers import assert_close, grads
 

@@ -52,7 +52,7 @@ def test_resnet50_imagenet_scale_steps():
     model = ContrastiveModel(EncoderConfig(arch="resnet50", width=64, cifar_stem=False),
                              HeadConfig(layers=2, hidden_dim=2048, out_dim=128))
     assert model.encoder.num_features == 2048
-    from isogclr.losses import ISogCLRLoss
+    from isogclr.losses.isogclr import ISogCLRLoss
 
     optimizer = build_optimizer(model, OptimConfig(lr=1.2), 256)
     two_steps(model, ISogCLRLoss(126_689), optimizer, lambda: torch.randn(4, 3, 224, 224), torch.tensor([0, 1]))

@@ -10,9 +10,10 @@ import yaml
 
 from isogclr.code_deps import module_closure, notebook_modules
 from isogclr.config import ConfigError, load_params
-from isogclr.data.base import dataset_module
-from isogclr.losses.registry import loss_module, losses_of
+from isogclr.data.base import DATASETS
+from isogclr.losses.registry import LOSSES, losses_of
 from isogclr.pipeline import BIMODAL_ENTRY, TRAIN_ENTRY, build_pipeline, main
+from isogclr.pipeline_stages import stage_deps
 
 from .conftest import ROOT
 
@@ -50,14 +51,14 @@ def test_every_run_depends_on_the_modules_it_imports(pipeline, path):
     """The files the hand-written dvc.yaml missed (issue: an edit there reran nothing) are on every run's path."""
     for name, stage in pipeline["stages"].items():
         if name.startswith(("train", "study_")):
-            assert path in stage["deps"], name
+            assert path in stage_deps(stage), name
 
 
 def test_runs_do_not_depend_on_the_reports_code(pipeline):
     for name, stage in pipeline["stages"].items():
         if name.startswith(("train", "study_")):
             command_line = ("src/isogclr/cli.py", "src/isogclr/commands.py")
-            assert not any(d.startswith("src/isogclr/analysis/") or d in command_line for d in stage["deps"])
+            assert not any(d.startswith("src/isogclr/analysis/") or d in command_line for d in stage_deps(stage))
     assert "src/isogclr/train/loop.py" not in pipeline["stages"]["table1_unimodal"]["deps"]  # reports only read
 
 
@@ -126,14 +127,15 @@ def test_a_study_read_by_two_reports_is_an_input_of_both(params):
 
 
 def test_one_metrics_and_one_knobs_file_per_run_and_comparison_plots(pipeline):
-    train = pipeline["stages"]["train"]
+    train = pipeline["stages"]["train"]["do"]  # per method (test_a_method_depends_on_its_own_loss_module_only)
     seeds = load_params(ROOT / "params.yaml")["table1"]["seeds"]  # one stage per (method, dataset) runs every seed
     assert [list(m)[0] for m in train["metrics"]] == [f"runs/${{item.method}}-${{item.dataset}}-s{s}/{name}"
                                                       for s in seeds for name in ("metrics.json", "knobs.json")]
     assert train["cmd"].endswith(f"--seed {' '.join(map(str, seeds))} --tuned --export-seed "
                                  + " ".join(map(str, seeds[:3])))
     assert "tuning/${item.method}/selected.json" in train["deps"] and "table1.seeds" in train["params"]
-    assert "plots" not in train  # no one-run charts: the top-level plots compare runs
+    assert "plots" not in train and "plots" not in pipeline["stages"]["train"]  # no one-run charts: the top-level
+    # plots compare runs
     (table1,) = [p for p in pipeline["plots"] if next(iter(p)).startswith("table1_loss")]
     assert len(next(iter(table1.values()))["y"]) == len(load_params(ROOT / "params.yaml")["table1"]["methods"])
 
@@ -167,7 +169,7 @@ def _unimodal_stages(params, pipeline):
 
 # the modules only image-text runs use: the bimodal losses (but the ones a unimodal loss builds on, none today),
 # the text encoder and the image-text model, the caption and pair loaders, the generated pairs, their config
-IMAGE_TEXT_LOSSES = sorted({_path(loss_module(n)) for n in losses_of("bimodal")})
+IMAGE_TEXT_LOSSES = sorted({_path(LOSSES.module_of(n)) for n in losses_of("bimodal")})
 IMAGE_TEXT_ONLY = sorted({*IMAGE_TEXT_LOSSES, *(f"src/isogclr/{m}.py" for m in (
     "models/text", "models/bimodal", "data/captions", "data/pairs_folder", "data/webdataset", "data/synthetic_pairs",
     "config/bimodal", "train/bimodal"))})
@@ -181,13 +183,13 @@ def test_image_text_modules_are_not_in_any_unimodal_run(params, pipeline):
     stages = list(_unimodal_stages(params, pipeline))
     assert {s for s, _, _ in stages} >= {"train", "tune", "study_rho"}
     for stage, _, _ in stages:
-        deps = pipeline["stages"][stage]["deps"]
+        deps = stage_deps(pipeline["stages"][stage])
         assert not set(IMAGE_TEXT_ONLY) & set(deps), (stage, sorted(set(IMAGE_TEXT_ONLY) & set(deps)))
         assert not any(d.startswith("src/isogclr/config/") and d.endswith(("convergence.py", "reports.py"))
                        for d in deps), stage
     for stage in ("train_bimodal", "tune_bimodal"):  # the image-text runs list them (the losses: their methods')
-        assert set(IMAGE_TEXT_ONLY) - set(IMAGE_TEXT_LOSSES) <= set(pipeline["stages"][stage]["deps"]), stage
-    cyclip = [name for name, stage in pipeline["stages"].items() if "src/isogclr/losses/cyclip.py" in stage["deps"]]
+        assert set(IMAGE_TEXT_ONLY) - set(IMAGE_TEXT_LOSSES) <= set(stage_deps(pipeline["stages"][stage])), stage
+    cyclip = [name for name, stage in pipeline["stages"].items() if "src/isogclr/losses/cyclip.py" in stage_deps(stage)]
     image_text = {"train_bimodal", "train_bimodal_side", "tune_bimodal",
                   *(f"study_{name}" for name in params.get("bimodal_studies") or {})}
     assert "train_bimodal_side" in cyclip and set(cyclip) <= image_text, cyclip  # cyclip is a side method
@@ -196,18 +198,18 @@ def test_image_text_modules_are_not_in_any_unimodal_run(params, pipeline):
 def test_a_run_depends_on_its_own_losses_and_datasets_only(params, pipeline):
     """Each unimodal stage lists the loss module of each of its methods (build_loss imports it by name) and the
     loader of each of its datasets; a unimodal loss no method of the stage uses is not listed."""
-    all_losses = {_path(loss_module(n)) for n in losses_of("unimodal")}
+    all_losses = {_path(LOSSES.module_of(n)) for n in losses_of("unimodal")}
     for stage, methods, datasets in _unimodal_stages(params, pipeline):
-        deps = set(pipeline["stages"][stage]["deps"])
-        used = {_path(loss_module(params["methods"][m]["loss"])) for m in methods}
+        deps = set(stage_deps(pipeline["stages"][stage]))
+        used = {_path(LOSSES.module_of(params["methods"][m]["loss"])) for m in methods}
         assert used <= deps, stage
-        assert {_path(dataset_module(d)) for d in datasets} <= deps, stage
+        assert {_path(DATASETS.module_of(d)) for d in datasets} <= deps, stage
         imported = {d for u in used for d in module_closure((u.removeprefix("src/").removesuffix(".py")
                                                              .replace("/", "."),), ROOT)}
         assert not (all_losses - used - imported) & deps, stage  # e.g. vicreg.py only where vicreg runs
-    bimodal = set(pipeline["stages"]["train_bimodal"]["deps"])
-    assert {_path(loss_module(params["methods"][m]["loss"])) for m in params["bimodal"]["methods"]} <= bimodal
-    assert not {_path(loss_module(n)) for n in ("simclr", "vicreg", "barlow_twins")} & bimodal
+    bimodal = set(stage_deps(pipeline["stages"]["train_bimodal"]))
+    assert {_path(LOSSES.module_of(params["methods"][m]["loss"])) for m in params["bimodal"]["methods"]} <= bimodal
+    assert not {_path(LOSSES.module_of(n)) for n in ("simclr", "vicreg", "barlow_twins")} & bimodal
 
 
 def test_a_name_a_package_imports_on_first_access_is_followed_to_its_module():
@@ -219,12 +221,64 @@ def test_a_name_a_package_imports_on_first_access_is_followed_to_its_module():
 
 
 def test_an_in_memory_run_does_not_depend_on_the_paper_scale_loaders(params, pipeline):
-    """The Table 1 stage: at most 40 source files and no streaming loader (train/loop.py imports it by name, for a
+    """A Table 1 run: at most 40 source files and no streaming loader (train/loop.py imports it by name, for a
     run with train.stream only); a section on a streamed dataset depends on it."""
-    deps = [d for d in pipeline["stages"]["train"]["deps"] if d.startswith("src/")]
+    deps = [d for d in stage_deps(pipeline["stages"]["train"], "isogclr-synth10") if d.startswith("src/")]
     assert len(deps) <= 40, deps
     paper_scale = {"src/isogclr/data/streaming.py", "src/isogclr/data/inaturalist.py", "src/isogclr/data/webdataset.py"}
     assert not paper_scale & set(deps)
     streamed = copy.deepcopy(params)
     streamed["table1"]["datasets"] = ["synth10", "imagenet100"]
-    assert "src/isogclr/data/streaming.py" in build_pipeline(streamed, ROOT)["stages"]["train"]["deps"]
+    assert "src/isogclr/data/streaming.py" in stage_deps(build_pipeline(streamed, ROOT)["stages"]["train"])
+
+
+def test_a_method_depends_on_its_own_loss_module_only(params, pipeline):
+    """Table 1's runs of a method list its loss module and no other method's: an edit of losses/isogclr.py leaves
+    SimCLR's runs up to date (the helpers several losses share, losses/gram.py, ..., stay shared)."""
+    train = pipeline["stages"]["train"]
+    methods = params["table1"]["methods"]
+    own = {m: _path(LOSSES.module_of(params["methods"][m]["loss"])) for m in methods}
+    assert len(set(own.values())) == len(methods) >= 3
+    assert set(train["foreach"]) == {f"{m}-{d}" for m in methods for d in params["table1"]["datasets"]}
+    for key, item in train["foreach"].items():
+        deps = stage_deps(train, key)
+        assert own[item["method"]] in deps and not (set(own.values()) - {own[item["method"]]}) & set(deps), key
+    assert "${item.loss}" in train["do"]["deps"] and "matrix" not in train
+    # a family whose losses build on one another keeps one list (isogclr_bimodal imports sogclr_bimodal)
+    assert "matrix" in pipeline["stages"]["train_bimodal"]
+
+
+@pytest.mark.slow
+def test_editing_one_loss_module_makes_only_its_methods_runs_stale(tmp_path, params):
+    """`dvc status` on a copy of the repository with its lock files: up to date; then, after an edit of
+    losses/isogclr.py, the iSogCLR runs of Table 1, Table 1 real and the selection are stale, and no other."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = tmp_path / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    families = {"train": "table1", "train_real": "table1_real"}
+
+    def stale() -> set[str]:
+        done = subprocess.run(["dvc", "status", "pipelines/tune/dvc.yaml",
+                               *(f"pipelines/{f}/dvc.yaml" for f in families)],
+                              cwd=repo, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return {m[1].rpartition("dvc.yaml:")[2] for m in re.finditer(r"^(\S+):$", done.stdout, re.M)}
+
+    assert stale() == set()
+    loss = repo / "src" / "isogclr" / "losses" / "isogclr.py"
+    loss.write_text(loss.read_text() + "\n# an edit\n")
+    expected = {f"{family}@isogclr-{d}" for family, section in families.items() for d in params[section]["datasets"]}
+    assert stale() == expected | {"tune@isogclr"}

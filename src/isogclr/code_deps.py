@@ -1,14 +1,15 @@
 """A stage's code, derived from the imports: :func:`module_closure` is the transitive closure of the ``isogclr``
 modules that its entry modules import, read from the source with :mod:`ast` (every ``import`` statement at any
 depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported;
-the module behind a name a package imports on first access); :func:`run_modules` adds what a run imports by name
-(its losses and its datasets' loaders). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
+the module behind a name :mod:`isogclr.config` imports on first access); :func:`run_modules` adds what a run
+imports through a registry (its losses, its datasets' loaders and stream loaders: ``Registry.module_of``).
+:mod:`isogclr.pipeline` writes them as each stage's ``deps``.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +63,15 @@ def module_imports(path: Path, module: str) -> set[str]:
 
 
 def _lazy_module(name: str, root: Path) -> list[str]:
-    """The module that defines ``pkg.name`` when the package ``pkg`` imports its names on first access (a
-    module-level ``__getattr__`` reading ``_LAZY``, name -> module: :mod:`isogclr.config`, :mod:`isogclr.losses`);
-    ``[]`` for any other name. ``from pkg import name`` then depends on that module, as an eager import would."""
+    """The module that defines ``isogclr.config.<name>``: the package imports its names on first access
+    (:data:`isogclr.config.NAMES`), so ``from isogclr.config import name`` depends on that module, as an eager
+    import would; ``[]`` for any other name."""
     package, _, attr = name.rpartition(".")
-    init = _module_file(package, root) if package else None
-    if init is None or init.name != "__init__.py" or "def __getattr__" not in init.read_text():
+    if package != f"{PACKAGE}.config":
         return []
-    table = getattr(importlib.import_module(package), "_LAZY", {})
-    return [table[attr]] if attr in table else []
+    from .config import NAMES
+
+    return [NAMES.module_of(attr)] if attr in NAMES else []
 
 
 def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
@@ -99,20 +100,19 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
 def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
                 datasets: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
-    (``methods.<m>.loss``, its module ``isogclr.losses.<loss>``), each dataset's loader
-    (:data:`isogclr.data.base.REGISTRY`) and, for a dataset that can stream (:data:`isogclr.data.base.STREAMED`),
-    the streaming loaders (:mod:`isogclr.data.streaming`, which ``train/loop.py`` imports by name for a run with
-    ``train.stream``). :func:`build_loss` and :func:`load_dataset` import them when a run builds them, which
+    (``methods.<m>.loss``: :data:`isogclr.losses.LOSSES`), each dataset's loader (:data:`isogclr.data.DATASETS`)
+    and, for a dataset that can stream, its stream loader's (:data:`isogclr.data.STREAMS`, which ``train/loop.py``
+    reads for a run with ``train.stream``). The registries import them when a run uses them, which
     :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
 
     Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
     check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
-    from .data.base import STREAMED, dataset_module
-    from .losses.registry import loss_module
+    from .data.base import DATASETS, STREAMS
+    from .losses.registry import LOSSES
 
     losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
-    streams = {"isogclr.data.streaming"} if set(datasets) & set(STREAMED) else set()
-    return sorted({loss_module(loss) for loss in losses} | {dataset_module(d) for d in datasets} | streams)
+    streams = {STREAMS.module_of(d) for d in datasets if d in STREAMS}
+    return sorted({LOSSES.module_of(loss) for loss in losses} | {DATASETS.module_of(d) for d in datasets} | streams)
 
 
 def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
@@ -121,3 +121,22 @@ def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
     found = module_imports(path, "__notebook__")
     return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
                   | {lazy for m in found for lazy in _lazy_module(m, Path(root))})
+
+
+def by_method(params: dict[str, Any], methods: list[str] | tuple[str, ...],
+              closure_of: Callable[[list[str]], list[str]]) -> tuple[list[str], dict[str, str]] | None:
+    """A stage family's code split by method: ``(shared, own)``, where ``own[m]`` is the source file of method
+    ``m``'s loss (``methods.<m>.loss``) and ``shared`` every other file of the methods' closures
+    (``closure_of([m])``), so that a run of ``m`` depends on ``shared + [own[m]]``: an edit of one method's loss
+    module leaves the other methods' runs up to date. The helpers of several losses (``losses/gram.py``, ...) are
+    shared. None when a method's loss module is in another method's closure (``isogclr_bimodal`` builds on
+    ``sogclr_bimodal``): such a family keeps one list, the union of its methods' closures."""
+    from .losses.registry import LOSSES
+
+    own = {m: f"{SRC.as_posix()}/{LOSSES.module_of(((params.get('methods') or {}).get(m) or {}).get('loss', m))}"
+              .replace(".", "/") + ".py" for m in methods}
+    closures = {m: set(closure_of([m])) for m in methods}
+    if any(own[m] in closures[other] for m in methods for other in methods if own[other] != own[m]):
+        return None
+    shared = set().union(*closures.values()) - set(own.values())
+    return sorted(shared), own

@@ -46,8 +46,19 @@ from typing import Any
 
 import yaml
 
-from .code_deps import module_closure, notebook_modules, run_modules
-from .report_registry import REPORTS, Report, report_outputs
+from .code_deps import by_method, module_closure, run_modules
+from .pipeline_stages import (
+    RUN_PARAMS,
+    bimodal_inputs,
+    bimodal_stage,
+    data_deps,
+    foreach_by_method,
+    grid_stage,
+    report_stage,
+    study_stage,
+    tune_stage,
+)
+from .report_registry import REPORTS
 
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
@@ -59,158 +70,14 @@ TRAIN_ENTRY = (*GRID_ENTRY, "isogclr.config.studies")
 BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
 REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.reports")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
-REPORT_ENTRY = ("isogclr.analysis.report", "isogclr.analysis.notebooks")  # `python -m isogclr report <name>`
 
-RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
-BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
 GRID_STAGES = {"table1": "train", "table1_real": "train_real", "table3": "train_table3",
                "references": "train_references", "pretrain": "train_pretrain"}
-# sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
-# Table 1's first 3 (the t-SNE report tests its claims over them) and the pre-training of the image-text runs' image
-# encoder (bimodal.image_encoder.init reads the first)
-EXPORT_SECTIONS = {"table1": 3, "pretrain": 1}
-# a generated dataset's stage output, by the prefix of the dataset names it provides
-# (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
-# isogclr.data.manifest)
-GENERATED_DATA = {"synth": "data/synthetic.json", "fashion_mnist_mini": "data/fashion_mnist_mini.json"}
 # a selection stage runs the selection and its modality's trainer (the CLI passes it)
 TUNE_ENTRY = {"tuning": ("isogclr.train.tuning", *TRAIN_ENTRY),
               "bimodal_tuning": ("isogclr.train.tuning", *BIMODAL_ENTRY)}
 TUNE_STAGES = {"tuning": "tune", "bimodal_tuning": "tune_bimodal"}
-
-
-# --- stages --------------------------------------------------------------------------------------------
-
-
-def _run_outputs(run_dirs: list[str]) -> dict[str, list]:
-    """Runs' outputs, all in git (``cache: false``, so a fresh clone has them and ``dvc status`` is clean):
-    ``artifacts/`` (config, temperatures; the first Table 1 seeds' float16 encoders and test features),
-    the log and curves, one metrics file, and the knobs the run used (``knobs.json``: its method's loss
-    arguments after the selection, declared as metrics so that ``dvc exp show`` lists them beside its scores).
-    Each run's float32 weights and features stay in its ``local/`` folder, which neither git nor DVC tracks
-    (``.dvcignore``)."""
-    return {
-        "outs": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("artifacts", "train_log.csv",
-                                                                                   "dvclive")],
-        "metrics": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("metrics.json", "knobs.json")],
-    }
-
-
-def _data_deps(datasets: list[str]) -> list[str]:
-    return sorted({out for d in datasets for prefix, out in GENERATED_DATA.items() if d.startswith(prefix)})
-
-
-def _tuned(section: dict[str, Any]) -> tuple[str, list[str]]:
-    """A tuned section's extra command flag and dependency: the method's selection on the validation split."""
-    return (" --tuned", ["tuning/${item.method}/selected.json"]) if section.get("tuned") else ("", [])
-
-
-def _grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
-    """One stage per (method, dataset) of a table section, its seeds run one after the other in one process
-    (a process start and DVC's bookkeeping cost ~6 s a stage). The seeds are written out here: after
-    changing a section's ``seeds``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro``
-    does)."""
-    seeds = params[section]["seeds"]
-    flag, selection = _tuned(params[section])
-    export = f" --export-seed {' '.join(map(str, seeds[:EXPORT_SECTIONS[section]]))}" if section in EXPORT_SECTIONS \
-        else ""
-    return {
-        "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
-        "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
-               + " ".join(map(str, seeds)) + flag + export,
-        "deps": _data_deps(params[section]["datasets"]) + selection + code,
-        "params": [*RUN_PARAMS, f"{section}.seeds"],
-        **_run_outputs([f"runs/${{item.method}}-${{item.dataset}}-s{seed}" for seed in seeds]),
-    }
-
-
-def _study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
-                 bimodal_inputs: list[str]) -> dict[str, Any]:
-    """One stage per method of a unimodal study, running its seeds and values in one process (a process start
-    and DVC's bookkeeping cost ~6 s a stage, measured: a third of a side study's 2-epoch run); one per
-    (method, value, seed) of an image-text study. The seeds and values are written out here: after changing a
-    study's ``seeds`` or ``values``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
-    section = "bimodal_studies" if bimodal else "studies"
-    base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
-    flag, selection = _tuned(spec)
-    if bimodal:
-        return {
-            "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
-                       "seed": f"${{{section}.{name}.seeds}}"},
-            "cmd": f"${{launcher}} -m isogclr train-bimodal --study {name} --method ${{item.method}} "
-                   "--value ${item.value} --seed ${item.seed}" + flag,
-            "deps": [*bimodal_inputs, *selection, *code],
-            "params": [*base, f"{section}.{name}"],
-            **_run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
-        }
-    return {
-        "matrix": {"method": f"${{{section}.{name}.methods}}"},
-        "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed "
-               + " ".join(map(str, spec["seeds"])) + flag,
-        "deps": _data_deps([spec["dataset"]]) + selection + code,
-        "params": [*base, f"{section}.{name}"],
-        **_run_outputs([f"studies/{name}/${{item.method}}-{value}-s{seed}" for seed in spec["seeds"]
-                        for value in spec["values"]]),
-    }
-
-
-def _tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
-    """One stage per method of a selection section (``tuning``: unimodal; ``bimodal_tuning``: image-text)."""
-    spec = params[section]
-    data = _data_deps([spec["dataset"]]) if section == "tuning" else _bimodal_inputs(params)
-    return {
-        "matrix": {"method": list(spec["methods"])},
-        "cmd": "${launcher} -m isogclr tune --method ${item.method}",
-        "deps": data + code,
-        "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS),  # the space: methods.<m>.search
-                   *(f"{section}.{key}" for key in spec if key != "methods")],
-        "outs": [{f"tuning/${{item.method}}/{name}": {"cache": False}} for name in ("candidates.csv",
-                                                                                   "selected.json")],
-    }
-
-
-def _bimodal_inputs(params: dict[str, Any]) -> list[str]:
-    """What every image-text run reads: the generated pairs, and the pre-trained image encoder when it starts from
-    one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
-    init = ((params.get("bimodal") or {}).get("image_encoder") or {}).get("init")
-    return ["data/synthetic_pairs.json", *([init] if init else [])]
-
-
-def _bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:
-    """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
-    after the other in one process (written out here, as a table's)."""
-    flag, selection = _tuned({"tuned": tuned})
-    return {
-        "matrix": {"method": f"${{bimodal.{key}}}"},
-        "cmd": ("${launcher} -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds))
-                + flag + (" --untrained-baseline" if key == "methods" else "")),
-        "deps": [*inputs, *selection, *code],
-        "params": list(BIMODAL_PARAMS),
-        **_run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),
-    }
-
-
-def _report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,
-                  params: dict[str, Any]) -> dict[str, Any]:
-    papermill = " ".join(f"-p {key} {value}" for key, value in report.papermill.items())
-    tables, figures = report_outputs(name, root)
-    outs = [f"reports/{name}.ipynb", *(f"reports/{t}" for t in tables), *(f"reports/{f}" for f in figures),
-            f"reports/verdicts/{name}.csv"]
-    code = module_closure([*REPORT_ENTRY, *notebook_modules(name, root)], root)
-    selection = report.selection if report.selection in params else None  # a profile may not tune
-    tuned = list((params[selection] or {}).get("methods") or {}) if selection else []
-    return {
-        "cmd": f"python -m isogclr report {name} {papermill}",
-        "deps": [f"notebooks/{name}.ipynb", f"notebooks/src/{name}.py", *code,
-                 *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper), *report.reads,
-                 *(f"tuning/{m}/{f}" for m in tuned for f in ("candidates.csv", "selected.json")),
-                 *(f"studies/{study}" for study, _ in studies)],
-        # a section the profile does not have (the references of a profile without them) is not a parameter
-        "params": [*(p for p in report.params if p.split(".")[0] in params), *([selection] if selection else []),
-                   *(f"{section}.{study}" for study, section in studies)],
-        "outs": [{out: {"cache": False}} for out in outs],
-    }
 
 
 def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
@@ -219,6 +86,13 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
 
     def code(entry: tuple[str, ...], methods: list[str], datasets: list[str] = ()) -> list[str]:
         return module_closure([*entry, *run_modules(params, methods, datasets)], root)
+
+    def per_method(stage: dict[str, Any], entry: tuple[str, ...], axes: dict[str, list], datasets: list[str] = ()):
+        """``stage`` with each method's runs depending on its own loss module (:func:`by_method`)."""
+        if len(set(axes["method"])) < 2:  # one method: its code is the family's
+            return stage
+        split = by_method(params, axes["method"], lambda methods: code(entry, methods, datasets))
+        return stage if split is None else foreach_by_method(stage, axes, split[1])
 
     stages: dict[str, Any] = {
         "synthetic": {"cmd": "python -m isogclr synthetic --out data/synthetic",
@@ -237,27 +111,31 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         if section in params:
             spec = params[section]
             datasets = [spec["dataset"]] if section == "tuning" else []
-            stages[stage] = _tune_stage(section, params, code(TUNE_ENTRY[section], list(spec["methods"]), datasets))
+            stages[stage] = per_method(
+                tune_stage(section, params, code(TUNE_ENTRY[section], list(spec["methods"]), datasets)),
+                TUNE_ENTRY[section], {"method": list(spec["methods"])}, datasets)
     for section, stage in GRID_STAGES.items():
         if section in params:
             table = params[section]
-            stages[stage] = _grid_stage(section, params, code(GRID_ENTRY, table["methods"], table["datasets"]))
+            stages[stage] = per_method(
+                grid_stage(section, params, code(GRID_ENTRY, table["methods"], table["datasets"])), GRID_ENTRY,
+                {"method": list(table["methods"]), "dataset": list(table["datasets"])}, table["datasets"])
     if "references" in params:  # the no-learning rows of each dataset (the supervised one is a grid run above)
         datasets = params["references"]["datasets"]
         stages["references"] = {
             "matrix": {"dataset": "${references.datasets}"},
             "cmd": "${launcher} -m isogclr references --dataset ${item.dataset}",
-            "deps": _data_deps(datasets) + code(REFERENCES_ENTRY, params["references"]["methods"], datasets),
+            "deps": data_deps(datasets) + code(REFERENCES_ENTRY, params["references"]["methods"], datasets),
             "params": [p for p in RUN_PARAMS if "${item.method}" not in p] + ["references.random_inits"],
             "metrics": [{"runs/references/${item.dataset}/metrics.json": {"cache": False}}],
         }
     if "bimodal" in params:
-        bimodal, inputs = params["bimodal"], _bimodal_inputs(params)
-        stages["train_bimodal"] = _bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")),
+        bimodal, inputs = params["bimodal"], bimodal_inputs(params)
+        stages["train_bimodal"] = bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")),
                                                  code(BIMODAL_ENTRY, bimodal["methods"]), inputs)
         if bimodal.get("side_methods"):
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
-            stages["train_bimodal_side"] = _bimodal_stage("side_methods", side_seeds, False,
+            stages["train_bimodal_side"] = bimodal_stage("side_methods", side_seeds, False,
                                                           code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
     from .config import study_reports
 
@@ -265,8 +143,11 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
         for name, spec in (params.get(section) or {}).items():
             entry, datasets = (BIMODAL_ENTRY, []) if bimodal else (TRAIN_ENTRY, [spec["dataset"]])
-            stages[f"study_{name}"] = _study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
-                                                   _bimodal_inputs(params))
+            stages[f"study_{name}"] = study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
+                                                   bimodal_inputs(params))
+            if not bimodal:  # an image-text study's runs are (method, value, seed): one list for all
+                stages[f"study_{name}"] = per_method(stages[f"study_{name}"], entry, {"method": spec["methods"]},
+                                                     datasets)
             for report in study_reports(spec.get("report")):
                 reads_study.setdefault(report, []).append((name, section))
     if "emc2_convergence" in params:
@@ -286,7 +167,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
 
         raise ConfigError(f"studies.*.report: unknown report(s) {unknown} (reports: {sorted(REPORTS)})")
     for name, report in REPORTS.items():
-        stages[name] = _report_stage(name, report, reads_study.get(name, []), root, params)
+        stages[name] = report_stage(name, report, reads_study.get(name, []), root, params)
     stages["index"] = {
         "cmd": "python -m isogclr report-index " + " ".join(REPORTS),
         "deps": [*module_closure(("isogclr.analysis.index",), root),
@@ -342,8 +223,11 @@ def pipeline_files(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     main: dict[str, Any] = {}
     for name, stage in document["stages"].items():
         if name.startswith(RUN_FAMILIES):
-            files[f"{FAMILY_DIR}/{name}/dvc.yaml"] = {
-                "vars": ["../../params.yaml"], "stages": {name: {"wdir": "../..", **stage}}}
+            if "foreach" in stage:  # a family per method: the working directory is its template's
+                stage = {**stage, "do": {"wdir": "../..", **stage["do"]}}
+            else:
+                stage = {"wdir": "../..", **stage}
+            files[f"{FAMILY_DIR}/{name}/dvc.yaml"] = {"vars": ["../../params.yaml"], "stages": {name: stage}}
         else:
             main[name] = stage
     return {"dvc.yaml": {"stages": main, "plots": document["plots"]}, **files}

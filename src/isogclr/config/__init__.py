@@ -23,8 +23,9 @@ parts it uses, not every section's reader.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from ..registry import Registry
 
 # the public names of the package, by the module of this package that defines them
 _EXPORTS = {
@@ -60,13 +61,16 @@ _EXPORTS = {
         "missing_datasets", "validate_params",
     ),
 }
-_LAZY = {name: f"{__name__}.{module}" for module, names in _EXPORTS.items() for name in names}
+# name -> "isogclr.config.<module>:<name>": what `from isogclr.config import <name>` imports, and what the pipeline's
+# dependency reader follows (isogclr.code_deps)
+NAMES = Registry("name of isogclr.config", {name: f"{__name__}.{module}:{name}" for module, names in _EXPORTS.items()
+                                            for name in names})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in NAMES:
+        return NAMES[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(NAMES)

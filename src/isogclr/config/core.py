@@ -16,7 +16,7 @@ from typing import Any
 
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
-from ..data.base import STREAMED, StreamConfig
+from ..data.base import STREAMS, StreamConfig
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
@@ -336,7 +336,7 @@ def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> 
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
     params = params_for_dataset(params, dataset)
     sections = shared_sections(params)
-    if sections["stream"] is not None and dataset not in STREAMED:
+    if sections["stream"] is not None and dataset not in STREAMS:
         sections["stream"] = None  # the small sets stay in memory
     train = sections["train"]
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)

@@ -1,24 +1,23 @@
 """The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces, candidate runs, and
 the selection the tuned runs read.
 
-The image-text config (:mod:`.bimodal`) is imported by name (:func:`_bimodal`) when a ``bimodal_tuning``
-method is used, so that a unimodal run, which reads its selection here, imports no image-text code and its
-pipeline stage does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
+The image-text config (:mod:`.bimodal`) is imported through a registry (:data:`IMAGE_TEXT`) when a
+``bimodal_tuning`` method is used, so that a unimodal run, which reads its selection here, imports no image-text code
+and its pipeline stage does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
 from ..io import read_json
+from ..registry import Registry
 from .core import (
     PIN,
     SEARCH,
@@ -105,9 +104,11 @@ def tuning_section(params: dict[str, Any], method: str) -> str:
     raise ConfigError(f"tuning.methods: {method!r} is not tuned (tuned methods: {sorted(tuned)})")
 
 
-def _bimodal() -> ModuleType:
-    """The image-text config, :mod:`isogclr.config.bimodal` (imported by name: see the module's doc)."""
-    return importlib.import_module(f"{__package__}.bimodal")
+# the image-text config's readers, imported when a ``bimodal_tuning`` method is used (see the module's doc)
+IMAGE_TEXT = Registry("image-text config reader", {
+    "method_config": "isogclr.config.bimodal:bimodal_method_config",
+    "run_config": "isogclr.config.bimodal:bimodal_run_config",
+})
 
 
 def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
@@ -126,7 +127,7 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
                           f"{spec.candidates} (the same budget for every method)")
     for i, candidate in enumerate(found):
         try:
-            check = _bimodal().bimodal_method_config if section == "bimodal_tuning" else method_config
+            check = IMAGE_TEXT["method_config"] if section == "bimodal_tuning" else method_config
             check(_with_knobs(params, method, candidate), method)
         except ConfigError as err:
             raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
@@ -152,7 +153,7 @@ def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
     tuned = _with_knobs(params, method, tuning_candidates(params, method)[candidate])
     if section == "bimodal_tuning":
         tuned["bimodal"] = {**tuned["bimodal"], "epochs": spec.epochs}
-        cfg = _bimodal().bimodal_run_config(tuned, method, seed)
+        cfg = IMAGE_TEXT["run_config"](tuned, method, seed)
     else:
         tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
         tuned["train"].pop("epochs_by_dataset", None)

@@ -1,4 +1,5 @@
-"""In-memory image datasets that return each sample's dataset index, and a registry of them by name.
+"""In-memory image datasets that return each sample's dataset index, and the registries of them by name
+(:data:`DATASETS`, :data:`STREAMS`).
 
 Per-sample state (s_i, u_i, tau_i) is indexed by the position of a sample in the
 training split, so every dataset returns ``(image, label, index)``; a subset (such as
@@ -7,8 +8,7 @@ a long-tailed one) keeps ``source_index``, its positions in the full split.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,14 +16,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-# the datasets too large for memory that have a streaming loader (:mod:`isogclr.data.streaming`, which registers
-# one for each); named here so that checking ``train.stream`` imports no streaming code
-STREAMED = ("imagenet100", "inaturalist")
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
 class StreamConfig:
-    """``train.stream`` in params.yaml: stream the datasets that have a streaming loader (:data:`STREAMED`) at
+    """``train.stream`` in params.yaml: stream the datasets that have a stream loader (:data:`STREAMS`) at
     ``image_size`` pixels instead of holding them in memory; the small sets stay in memory whatever this says.
     A run with a stream imports :mod:`isogclr.data.streaming` by name (an in-memory run never does)."""
 
@@ -112,65 +110,39 @@ def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) ->
 
 Loader = Callable[[Path, str], ImageData]
 
-# name -> the module whose import registers its loader (``@register_dataset(name)``); :func:`load_dataset`
-# imports it when the dataset is loaded, so a run imports the code of its own dataset only, and the pipeline
-# (:mod:`isogclr.pipeline`) makes a run's stage depend on that module and no other dataset's
-REGISTRY: dict[str, str] = {
-    **{f"cifar{c}{lt}": "isogclr.data.cifar" for c in (10, 100) for lt in ("", "_lt")},
-    "imagenet100": "isogclr.data.folder",
-    **{f"fashion_mnist{mini}{lt}": "isogclr.data.fashion_mnist" for mini in ("", "_mini") for lt in ("", "_lt")},
-    "inaturalist": "isogclr.data.inaturalist",
-    "stl10": "isogclr.data.stl10",
-    "stl10_labeled": "isogclr.data.stl10",
-    **{f"synth{c}{lt}": "isogclr.data.synthetic" for c in (10, 100) for lt in ("", "_lt")},
-}
-_LOADERS: dict[str, Loader] = {}
+# name -> its loader ``(root, split) -> ImageData``; ``DATASETS[name]`` imports the loader's module and no other, so a
+# run imports the code of its own dataset only, and the pipeline (:mod:`isogclr.pipeline`) makes a run's stage
+# depend on that module (``DATASETS.module_of(name)``) and no other dataset's
+DATASETS = Registry("dataset", {
+    "cifar10": "isogclr.data.cifar:load_cifar10",
+    "cifar10_lt": "isogclr.data.cifar:load_cifar10_lt",
+    "cifar100": "isogclr.data.cifar:load_cifar100",
+    "cifar100_lt": "isogclr.data.cifar:load_cifar100_lt",
+    "imagenet100": "isogclr.data.folder:load_imagenet100",
+    "fashion_mnist": "isogclr.data.fashion_mnist:load_fashion_mnist_balanced",
+    "fashion_mnist_lt": "isogclr.data.fashion_mnist:load_fashion_mnist_lt",
+    "fashion_mnist_mini": "isogclr.data.fashion_mnist:load_fashion_mnist_mini_balanced",
+    "fashion_mnist_mini_lt": "isogclr.data.fashion_mnist:load_fashion_mnist_mini_lt",
+    "inaturalist": "isogclr.data.inaturalist:load_inaturalist_split",
+    "stl10": "isogclr.data.stl10:load_stl10_unlabeled",
+    "stl10_labeled": "isogclr.data.stl10:load_stl10_labeled",
+    "synth10": "isogclr.data.synthetic:load_synth10",
+    "synth10_lt": "isogclr.data.synthetic:load_synth10_lt",
+    "synth100": "isogclr.data.synthetic:load_synth100",
+    "synth100_lt": "isogclr.data.synthetic:load_synth100_lt",
+})
 
-
-def dataset_module(name: str) -> str:
-    """The module that registers the dataset ``name`` (what loading it imports)."""
-    if name not in REGISTRY:
-        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(REGISTRY)}")
-    return REGISTRY[name]
-
-
-class _Datasets(Mapping):
-    """``DATASETS[name]``: the loader of a registered dataset, its module imported on first access."""
-
-    def __getitem__(self, name: str) -> Loader:
-        if name not in _LOADERS:
-            importlib.import_module(dataset_module(name))
-        return _LOADERS[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(REGISTRY)
-
-    def __len__(self) -> int:
-        return len(REGISTRY)
-
-
-DATASETS: Mapping[str, Loader] = _Datasets()
-
-
-def register_dataset(name: str) -> Callable[[Loader], Loader]:
-    """Decorator: ``fn`` loads the dataset ``name``; its module must be ``name``'s row of :data:`REGISTRY`."""
-
-    def decorate(fn: Loader) -> Loader:
-        if name in _LOADERS:
-            raise ValueError(f"dataset name {name!r} is registered twice")
-        if REGISTRY.get(name) != fn.__module__:
-            raise ValueError(f"dataset {name!r} (loader in {fn.__module__}) is not registered as such in "
-                             f"isogclr.data.base.REGISTRY (has {REGISTRY.get(name)}): add or fix its row")
-        _LOADERS[name] = fn
-        return fn
-
-    return decorate
+# the datasets too large for memory that stream at ``train.stream.image_size`` (:class:`StreamConfig`): name -> its
+# stream loader ``(root, split, transform, views) -> StreamingImages``; checking ``train.stream`` imports none
+STREAMS = Registry("stream", {
+    "imagenet100": "isogclr.data.streaming:imagenet100_stream",
+    "inaturalist": "isogclr.data.streaming:inaturalist_stream_split",
+})
 
 
 def load_dataset(name: str, root: Path | str, split: str) -> ImageData:
     """Load split ``"train"`` or ``"test"`` of the dataset registered as ``name`` from ``root``."""
-    if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}")
+    DATASETS.target(name)  # KeyError listing the known ones
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     return DATASETS[name](Path(root), split)

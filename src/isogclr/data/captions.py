@@ -33,7 +33,7 @@ from PIL import Image
 
 from ..io import read_json, read_lines
 from .folder import UNREADABLE_FIX, load_square_rgb, unreadable_message
-from .streaming import PackedStrings, eval_loader
+from .loaders import PackedStrings, eval_loader
 
 KARPATHY_URL = "https://cs.stanford.edu/people/karpathy/deepimagesent/"
 _UNREADABLE = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .base import ImageData, long_tailed_positions, register_dataset
+from .base import ImageData, long_tailed_positions
 
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 FOLDERS = {10: "cifar-10-batches-py", 100: "cifar-100-python"}
@@ -82,7 +82,18 @@ def load_cifar(root: Path, split: str, num_classes: int, long_tailed: bool) -> I
     )
 
 
-for _classes in (10, 100):
-    for _lt in (False, True):
-        register_dataset(f"cifar{_classes}{'_lt' if _lt else ''}")(
-            lambda root, split, c=_classes, lt=_lt: load_cifar(root, split, c, lt))
+# the loaders named in isogclr.data.base.DATASETS (the long-tailed ones: the training split's exponential profile)
+def load_cifar10(root: Path, split: str) -> ImageData:
+    return load_cifar(root, split, 10, False)
+
+
+def load_cifar10_lt(root: Path, split: str) -> ImageData:
+    return load_cifar(root, split, 10, True)
+
+
+def load_cifar100(root: Path, split: str) -> ImageData:
+    return load_cifar(root, split, 100, False)
+
+
+def load_cifar100_lt(root: Path, split: str) -> ImageData:
+    return load_cifar(root, split, 100, True)

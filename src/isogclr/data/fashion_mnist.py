@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..io import generated_folder, meta_keys, read_json
-from .base import ImageData, long_tailed_positions, register_dataset
+from .base import ImageData, long_tailed_positions
 from .folder import image_folder
 
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -105,8 +105,13 @@ def load_fashion_mnist(root: Path, split: str, long_tailed: bool) -> ImageData:
     return ImageData(images=images[idx], labels=labels[idx], class_names=list(CLASS_NAMES), source_index=idx)
 
 
-register_dataset("fashion_mnist")(lambda root, split: load_fashion_mnist(root, split, False))
-register_dataset("fashion_mnist_lt")(lambda root, split: load_fashion_mnist(root, split, True))
+# the loaders named in isogclr.data.base.DATASETS (the long-tailed one: the training split's exponential profile)
+def load_fashion_mnist_balanced(root: Path, split: str) -> ImageData:
+    return load_fashion_mnist(root, split, False)
+
+
+def load_fashion_mnist_lt(root: Path, split: str) -> ImageData:
+    return load_fashion_mnist(root, split, True)
 
 
 MINI_FOLDER = "fashion_mnist_mini"
@@ -189,5 +194,10 @@ def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageD
     return data
 
 
-register_dataset("fashion_mnist_mini")(lambda root, split: load_fashion_mnist_mini(root, split, False))
-register_dataset("fashion_mnist_mini_lt")(lambda root, split: load_fashion_mnist_mini(root, split, True))
+# the loaders named in isogclr.data.base.DATASETS (the long-tailed one: the training split's exponential profile)
+def load_fashion_mnist_mini_balanced(root: Path, split: str) -> ImageData:
+    return load_fashion_mnist_mini(root, split, False)
+
+
+def load_fashion_mnist_mini_lt(root: Path, split: str) -> ImageData:
+    return load_fashion_mnist_mini(root, split, True)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .base import ImageData, register_dataset
+from .base import ImageData
 from .manifest import GENERATORS, ManifestError, manifest_path, read_manifest
 
 CLASSES_DIR = Path(__file__).parent / "classes"
@@ -159,7 +159,6 @@ def imagenet100_split(root: Path | str, split: str) -> tuple[Path, str]:
     return base / ("train" if split == "train" else "val"), hint
 
 
-@register_dataset("imagenet100")
 def load_imagenet100(root: Path, split: str) -> ImageData:
     """In memory at ``IMAGENET100_SIZE`` pixels (the mini scale); the paper's 224 pixels stream
     (:mod:`isogclr.data.streaming`, ``train.stream`` in params.yaml)."""

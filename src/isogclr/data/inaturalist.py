@@ -17,9 +17,10 @@ Category ids are mapped to labels 0..C-1 in sorted id order; ``class_names`` are
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from ..io import read_json
-from .base import ImageData, register_dataset
+from .base import ImageData
 from .folder import decode_labelled
 
 INATURALIST_SIZE = 64
@@ -34,27 +35,44 @@ def obtain_hint(base: Path) -> str:
     return f"{INATURALIST_HINT} {base}"
 
 
+class Annotations(NamedTuple):
+    """One split's annotation file, read: per image (in the file's order) its ``file_name``, label and id."""
+
+    file_names: list[str]
+    labels: list[int]
+    image_ids: list[int]
+    class_names: list[str]
+
+
+def read_annotations(path: Path) -> Annotations:
+    """The COCO-style annotation file ``path`` (``images``, ``annotations``, ``categories``): category ids mapped
+    to labels 0..C-1 in sorted id order; an image without an annotation is an error naming it (the in-memory
+    loader and the stream, :mod:`isogclr.data.streaming`, read the same samples with the same labels)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: {obtain_hint(path.parent)}")
+    meta = read_json(path)
+    categories = sorted(meta["categories"], key=lambda c: c["id"])
+    label_of = {c["id"]: i for i, c in enumerate(categories)}
+    category_of = {a["image_id"]: a["category_id"] for a in meta["annotations"]}
+    missing = [e for e in meta["images"] if e["id"] not in category_of]
+    if missing:
+        raise ValueError(f"{path}: image {missing[0]['id']} ({missing[0]['file_name']}) has no annotation "
+                         f"({len(missing)} image(s) without one)")
+    images = meta["images"]
+    return Annotations([e["file_name"] for e in images], [label_of[category_of[e["id"]]] for e in images],
+                       [e["id"] for e in images], [str(c["name"]) for c in categories])
+
+
 def load_inaturalist(root: Path, split: str, size: int | None = None) -> ImageData:
     """Split ``"train"`` or ``"test"`` (the validation set) decoded at ``size`` (default ``INATURALIST_SIZE``)."""
     size = INATURALIST_SIZE if size is None else size
     base = Path(root) / INATURALIST_FOLDER
     ann_path = base / ANNOTATION_FILES[split]
-    if not ann_path.is_file():
-        raise FileNotFoundError(f"{ann_path} not found: {obtain_hint(base)}")
-    meta = read_json(ann_path)
-    categories = sorted(meta["categories"], key=lambda c: c["id"])
-    label_of = {c["id"]: i for i, c in enumerate(categories)}
-    category_of = {a["image_id"]: a["category_id"] for a in meta["annotations"]}
-    for entry in meta["images"]:
-        if entry["id"] not in category_of:
-            raise ValueError(f"{ann_path}: image {entry['id']} ({entry['file_name']}) has no annotation")
-    items = [(base / e["file_name"], label_of[category_of[e["id"]]]) for e in meta["images"]]
+    ann = read_annotations(ann_path)
+    items = [(base / name, label) for name, label in zip(ann.file_names, ann.labels, strict=True)]
     return decode_labelled(items, size, ann_path, f"no readable images listed in {ann_path} under {base}: "
-                           f"{obtain_hint(base)}", [str(c["name"]) for c in categories],
-                           {"path": [e["file_name"] for e in meta["images"]],
-                            "image_id": [e["id"] for e in meta["images"]]})
+                           f"{obtain_hint(base)}", ann.class_names, {"path": ann.file_names, "image_id": ann.image_ids})
 
 
-@register_dataset("inaturalist")
 def load_inaturalist_split(root: Path, split: str) -> ImageData:
     return load_inaturalist(root, split)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import locked, save_json, save_text
+from ..registry import Registry
 
 STAMP = ".manifest-sha256"
 DECODED = ".decoded"  # the folder's splits decoded by its loaders (isogclr.data.decoded): not one of its files
@@ -182,11 +182,10 @@ class Generator:
     needs_root: bool = False  # the function reads source files under the data root (Fashion-MNIST)
 
     def write(self, spec: dict[str, Any], root: Path, out_dir: Path) -> Any:
-        module_name, function = self.target.split(":")
-        module = importlib.import_module(module_name)
-        spec_obj = module.spec_from_dict(spec)
+        module = self.target.partition(":")[0]
+        spec_obj = Registry.load(f"{module}:spec_from_dict")(spec)
         args = (spec_obj, Path(root), Path(out_dir)) if self.needs_root else (spec_obj, Path(out_dir))
-        return getattr(module, function)(*args)
+        return Registry.load(self.target)(*args)
 
 
 SYNTHETIC = Generator("isogclr.data.synthetic:write_synthetic", "synthetic", "synthetic")

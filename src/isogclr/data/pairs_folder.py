@@ -39,8 +39,9 @@ import torch.nn.functional as F
 
 from ..io import read_text
 from .captions import CaptionData, KarpathyStream, karpathy_stream, load_caption_tsv, load_karpathy
+from .loaders import LoaderSpec, epoch_loader
 from .manifest import ensure_tracked
-from .streaming import LoaderSpec, caption_tsv_stream, epoch_loader
+from .streaming import caption_tsv_stream
 
 
 @dataclass

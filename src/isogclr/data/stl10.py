@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..io import read_text
-from .base import ImageData, register_dataset
+from .base import ImageData
 
 STL10_URL = "https://cs.stanford.edu/~acoates/stl10/"
 STL10_FOLDER = "stl10_binary"
@@ -59,11 +59,9 @@ def load_stl10(root: Path, split: str, unlabeled: bool) -> ImageData:
                      source_index=torch.arange(len(images), dtype=torch.int64))
 
 
-@register_dataset("stl10")
 def load_stl10_unlabeled(root: Path, split: str) -> ImageData:
     return load_stl10(root, split, unlabeled=True)
 
 
-@register_dataset("stl10_labeled")
 def load_stl10_labeled(root: Path, split: str) -> ImageData:
     return load_stl10(root, split, unlabeled=False)

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from ..io import generated_folder, meta_keys
-from .base import ImageData, long_tailed_positions, register_dataset
+from .base import ImageData, long_tailed_positions
 from .folder import image_folder
 
 LOBES = ["trefoil", "quatrefoil", "cinquefoil", "sexfoil", "septfoil"]
@@ -259,7 +259,18 @@ def load_synthetic(root: Path, split: str, num_classes: int, long_tailed: bool) 
     )
 
 
-for _classes in (10, 100):
-    for _lt in (False, True):
-        register_dataset(f"synth{_classes}{'_lt' if _lt else ''}")(
-            lambda root, split, c=_classes, lt=_lt: load_synthetic(root, split, c, lt))
+# the loaders named in isogclr.data.base.DATASETS (the long-tailed ones: the training split's exponential profile)
+def load_synth10(root: Path, split: str) -> ImageData:
+    return load_synthetic(root, split, 10, False)
+
+
+def load_synth10_lt(root: Path, split: str) -> ImageData:
+    return load_synthetic(root, split, 10, True)
+
+
+def load_synth100(root: Path, split: str) -> ImageData:
+    return load_synthetic(root, split, 100, False)
+
+
+def load_synth100_lt(root: Path, split: str) -> ImageData:
+    return load_synthetic(root, split, 100, True)

@@ -25,7 +25,7 @@ stage (the tar members are read, the images not decoded). The remaining samples 
 uninterrupted epoch (``tests/test_data_stream_resume.py``).
 
 Shards are disjoint and each is read once, so indices are distinct by construction; the training step
-still checks every gathered global batch (:func:`~isogclr.data.streaming.check_distinct`) because a wrong
+still checks every gathered global batch (:func:`~isogclr.data.loaders.check_distinct`) because a wrong
 ``index`` field or a shard listed twice would otherwise corrupt the state silently.
 
 :func:`load_webdataset_tar` keeps the in-memory reading for small sets (tests, retrieval sets).
@@ -48,7 +48,7 @@ from PIL import Image
 from ..io import read_json
 from .captions import CaptionBuilder, CaptionData
 from .keyed import epoch_generator, epoch_seed, sample_rng
-from .streaming import Transform
+from .transforms import Transform
 
 IMAGE_KEYS = "jpg;jpeg;png;webp"
 SIZES_FILE = "sizes.json"

@@ -46,9 +46,10 @@ from .. import timing
 from ..config import BimodalRunConfig
 from ..data import keyed
 from ..data.augment import CROP_FLIP_DRAWS, crop_flip_augmentation
+from ..data.loaders import check_distinct
 from ..data.pairs_folder import PairsFolder, TrainPairsStream, load_pairs_folder
 from ..data.splits import holdout_pairs
-from ..data.streaming import check_distinct, pair_transform
+from ..data.transforms import pair_transform
 from ..eval.retrieval import (
     class_embeddings,
     encode_batches,

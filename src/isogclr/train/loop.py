@@ -32,8 +32,8 @@ checkpoint is removed once the run's outputs are written.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from pathlib import Path
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +41,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
 from ..config import RunConfig
-from ..data import ImageData, IndexedImageDataset, keyed, load_dataset
+from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
-from ..data.base import StreamConfig
 from ..data.splits import validation_split
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features, linear_probe
@@ -56,11 +55,12 @@ from .engine import fit, log
 from .optim import build_optimizer
 
 
-def _streaming():
-    """:mod:`isogclr.data.streaming`, imported by name: only a run with ``train.stream`` on a streamed dataset
-    needs it, so an in-memory run's stage does not depend on the paper-scale loaders
-    (:func:`isogclr.code_deps.run_modules` adds it where a section streams)."""
-    return importlib.import_module("isogclr.data.streaming")
+def _streaming(cfg: RunConfig) -> ModuleType:
+    """The module of the run's stream loader (:data:`isogclr.data.STREAMS`; its transforms and loaders beside it),
+    imported through the registry: only a run with ``train.stream`` on a streamed dataset needs it, so an in-memory
+    run's stage does not depend on the paper-scale loaders (:func:`isogclr.code_deps.run_modules` adds it where a
+    section streams)."""
+    return STREAMS.module(cfg.dataset)
 
 
 class UnimodalTask:
@@ -111,7 +111,7 @@ class UnimodalTask:
             self.augment = simclr_augmentation(cfg.augment, train_data.images.shape[-1]).to(device)
             self.dataset = IndexedImageDataset(train_data)
         else:
-            self.loader_spec = _streaming().LoaderSpec(self.batch_size, cfg.stream.num_workers,
+            self.loader_spec = _streaming(cfg).LoaderSpec(self.batch_size, cfg.stream.num_workers,
                                                        cfg.stream.prefetch_factor,
                                                        cfg.stream.pin_memory and device.type == "cuda")
         self.metrics: dict = {}
@@ -122,7 +122,7 @@ class UnimodalTask:
         cfg, ctx = self.cfg, self.ctx
         self.epoch = epoch
         self.order = torch.randperm(self.n, generator=keyed.epoch_generator(cfg.seed, epoch))
-        self.streamed = None if cfg.stream is None else iter(_streaming().epoch_loader(
+        self.streamed = None if cfg.stream is None else iter(_streaming(cfg).epoch_loader(
             self.train_data, self.loader_spec, epoch, cfg.seed, ctx.rank, ctx.world_size, start_batch=start))
 
     def loss(self, b: int) -> torch.Tensor:
@@ -139,7 +139,7 @@ class UnimodalTask:
             x = to_float(images)
             views = torch.cat([self.augment(x, u) for u in draws]).contiguous(memory_format=self.memory_format)
         else:  # [all first views, all second views], as the in-memory path
-            streaming = _streaming()
+            streaming = _streaming(self.cfg)
             views = streaming.to_normalized(images.transpose(0, 1).flatten(0, 1)).contiguous(
                 memory_format=self.memory_format)
             # the per-sample state's key: distinct across processes
@@ -164,7 +164,7 @@ class UnimodalTask:
         if isinstance(tau, torch.Tensor):
             row.update(tau_mean=tau.mean().item(), tau_std=tau.std().item())
         if self.cfg.train.eval_every and (epoch + 1) % self.cfg.train.eval_every == 0 and self.ctx.is_main:
-            row["knn1_top1"] = _knn_now(self.model, self.train_eval, self.test_data, self.device, self.cfg.stream)
+            row["knn1_top1"] = _knn_now(self.model, self.train_eval, self.test_data, self.device, self.cfg)
         return row
 
     def state_dict(self) -> dict:
@@ -235,26 +235,26 @@ def load_splits(cfg: RunConfig):
     if cfg.validation_fraction:
         raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
                          "supported; tune on an in-memory dataset")
-    size, streaming = cfg.stream.image_size, _streaming()
+    size, streaming = cfg.stream.image_size, _streaming(cfg)
     train_data = streaming.load_stream(cfg.dataset, cfg.data_root, "train",
                                        streaming.simclr_transform(cfg.augment, size))
     test_data = streaming.load_stream(cfg.dataset, cfg.data_root, "test", streaming.eval_transform(size), views=1)
     return train_data, test_data, train_data.with_transform(streaming.eval_transform(size), views=1)
 
 
-def _features(encoder: torch.nn.Module, data, device: torch.device, stream: StreamConfig | None) -> torch.Tensor:
+def _features(encoder: torch.nn.Module, data, device: torch.device, cfg: RunConfig) -> torch.Tensor:
     """Frozen features of a split held in memory, or of a streamed one (evaluation views decoded by workers)."""
     if isinstance(data, ImageData):
         return extract_features(encoder, data.images, device)
-    batches = _streaming().eval_loader(data, stream.eval_batch_size, stream.num_workers)
+    batches = _streaming(cfg).eval_loader(data, cfg.stream.eval_batch_size, cfg.stream.num_workers)
     return torch.cat([extract_features(encoder, images, device) for images, _, _ in batches])
 
 
 def _knn_now(model: ContrastiveModel, train_data, test_data, device: torch.device,
-             stream: StreamConfig | None = None) -> float:
+             cfg: RunConfig) -> float:
     """1-NN test accuracy of the current encoder (EMC2's metric against samples seen); no RNG is consumed."""
-    train_x = _features(model.encoder, train_data, device, stream)
-    test_x = _features(model.encoder, test_data, device, stream)
+    train_x = _features(model.encoder, train_data, device, cfg)
+    test_x = _features(model.encoder, test_data, device, cfg)
     return knn_accuracy(train_x, train_data.labels, test_x, test_data.labels, k=1)
 
 
@@ -263,8 +263,8 @@ def evaluate_encoder(model: ContrastiveModel, train_data, test_data, cfg: RunCon
     """Linear probe and 1-NN on frozen encoder features; optionally save the features of run folder
     ``features_to``: all of them in ``local/features.pt`` and, with ``export``, the test split's in float16
     in ``artifacts/features.pt`` (and the train split's with ``export_train``)."""
-    train_x = _features(model.encoder, train_data, device, cfg.stream)
-    test_x = _features(model.encoder, test_data, device, cfg.stream)
+    train_x = _features(model.encoder, train_data, device, cfg)
+    test_x = _features(model.encoder, test_data, device, cfg)
     if features_to is not None:
         save_torch({"train": train_x, "train_labels": train_data.labels, "test": test_x,
                     "test_labels": test_data.labels}, features_to / "local" / "features.pt")

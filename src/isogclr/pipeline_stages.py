@@ -1,0 +1,175 @@
+"""The templates of the pipeline's stages (:mod:`isogclr.pipeline` assembles them): a table section's grid of runs,
+a study's runs, a selection, the image-text runs, a report; and the per-method form of a family of runs, in which each
+method's runs depend on its own loss module (:func:`foreach_by_method`)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from .code_deps import module_closure, notebook_modules
+from .report_registry import Report, report_outputs
+
+REPORT_ENTRY = ("isogclr.analysis.report", "isogclr.analysis.notebooks")  # `python -m isogclr report <name>`
+RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
+BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
+# sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
+# Table 1's first 3 (the t-SNE report tests its claims over them) and the pre-training of the image-text runs' image
+# encoder (bimodal.image_encoder.init reads the first)
+EXPORT_SECTIONS = {"table1": 3, "pretrain": 1}
+# a generated dataset's stage output, by the prefix of the dataset names it provides
+# (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
+# isogclr.data.manifest)
+GENERATED_DATA = {"synth": "data/synthetic.json", "fashion_mnist_mini": "data/fashion_mnist_mini.json"}
+
+
+
+def run_outputs(run_dirs: list[str]) -> dict[str, list]:
+    """Runs' outputs, all in git (``cache: false``, so a fresh clone has them and ``dvc status`` is clean):
+    ``artifacts/`` (config, temperatures; the first Table 1 seeds' float16 encoders and test features),
+    the log and curves, one metrics file, and the knobs the run used (``knobs.json``: its method's loss
+    arguments after the selection, declared as metrics so that ``dvc exp show`` lists them beside its scores).
+    Each run's float32 weights and features stay in its ``local/`` folder, which neither git nor DVC tracks
+    (``.dvcignore``)."""
+    return {
+        "outs": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("artifacts", "train_log.csv",
+                                                                                   "dvclive")],
+        "metrics": [{f"{d}/{name}": {"cache": False}} for d in run_dirs for name in ("metrics.json", "knobs.json")],
+    }
+
+
+def data_deps(datasets: list[str]) -> list[str]:
+    return sorted({out for d in datasets for prefix, out in GENERATED_DATA.items() if d.startswith(prefix)})
+
+
+def selection_flag(section: dict[str, Any]) -> tuple[str, list[str]]:
+    """A tuned section's extra command flag and dependency: the method's selection on the validation split."""
+    return (" --tuned", ["tuning/${item.method}/selected.json"]) if section.get("tuned") else ("", [])
+
+
+def grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+    """One stage per (method, dataset) of a table section, its seeds run one after the other in one process
+    (a process start and DVC's bookkeeping cost ~6 s a stage). The seeds are written out here: after
+    changing a section's ``seeds``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro``
+    does)."""
+    seeds = params[section]["seeds"]
+    flag, selection = selection_flag(params[section])
+    export = f" --export-seed {' '.join(map(str, seeds[:EXPORT_SECTIONS[section]]))}" if section in EXPORT_SECTIONS \
+        else ""
+    return {
+        "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
+        "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
+               + " ".join(map(str, seeds)) + flag + export,
+        "deps": data_deps(params[section]["datasets"]) + selection + code,
+        "params": [*RUN_PARAMS, f"{section}.seeds"],
+        **run_outputs([f"runs/${{item.method}}-${{item.dataset}}-s{seed}" for seed in seeds]),
+    }
+
+
+def study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
+                 bimodal_inputs: list[str]) -> dict[str, Any]:
+    """One stage per method of a unimodal study, running its seeds and values in one process (a process start
+    and DVC's bookkeeping cost ~6 s a stage, measured: a third of a side study's 2-epoch run); one per
+    (method, value, seed) of an image-text study. The seeds and values are written out here: after changing a
+    study's ``seeds`` or ``values``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
+    section = "bimodal_studies" if bimodal else "studies"
+    base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
+    flag, selection = selection_flag(spec)
+    if bimodal:
+        return {
+            "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
+                       "seed": f"${{{section}.{name}.seeds}}"},
+            "cmd": f"${{launcher}} -m isogclr train-bimodal --study {name} --method ${{item.method}} "
+                   "--value ${item.value} --seed ${item.seed}" + flag,
+            "deps": [*bimodal_inputs, *selection, *code],
+            "params": [*base, f"{section}.{name}"],
+            **run_outputs([f"studies/{name}/${{item.method}}-${{item.value}}-s${{item.seed}}"]),
+        }
+    return {
+        "matrix": {"method": f"${{{section}.{name}.methods}}"},
+        "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed "
+               + " ".join(map(str, spec["seeds"])) + flag,
+        "deps": data_deps([spec["dataset"]]) + selection + code,
+        "params": [*base, f"{section}.{name}"],
+        **run_outputs([f"studies/{name}/${{item.method}}-{value}-s{seed}" for seed in spec["seeds"]
+                        for value in spec["values"]]),
+    }
+
+
+def tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+    """One stage per method of a selection section (``tuning``: unimodal; ``bimodal_tuning``: image-text)."""
+    spec = params[section]
+    data = data_deps([spec["dataset"]]) if section == "tuning" else bimodal_inputs(params)
+    return {
+        "matrix": {"method": list(spec["methods"])},
+        "cmd": "${launcher} -m isogclr tune --method ${item.method}",
+        "deps": data + code,
+        "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS),  # the space: methods.<m>.search
+                   *(f"{section}.{key}" for key in spec if key != "methods")],
+        "outs": [{f"tuning/${{item.method}}/{name}": {"cache": False}} for name in ("candidates.csv",
+                                                                                   "selected.json")],
+    }
+
+
+def bimodal_inputs(params: dict[str, Any]) -> list[str]:
+    """What every image-text run reads: the generated pairs, and the pre-trained image encoder when it starts from
+    one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
+    init = ((params.get("bimodal") or {}).get("image_encoder") or {}).get("init")
+    return ["data/synthetic_pairs.json", *([init] if init else [])]
+
+
+def bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:
+    """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
+    after the other in one process (written out here, as a table's)."""
+    flag, selection = selection_flag({"tuned": tuned})
+    return {
+        "matrix": {"method": f"${{bimodal.{key}}}"},
+        "cmd": ("${launcher} -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds))
+                + flag + (" --untrained-baseline" if key == "methods" else "")),
+        "deps": [*inputs, *selection, *code],
+        "params": list(BIMODAL_PARAMS),
+        **run_outputs([f"runs_bimodal/${{item.method}}-s{seed}" for seed in seeds]),
+    }
+
+
+def foreach_by_method(stage: dict[str, Any], axes: dict[str, list], own: dict[str, str]) -> dict[str, Any]:
+    """A ``matrix`` stage over ``axes`` (``method`` first) as a ``foreach`` over the same names
+    (``train@isogclr-synth10``), each item naming its method's loss module: the stage's deps are the methods'
+    shared code and ``${item.loss}`` (:func:`~isogclr.code_deps.by_method`), so that editing one loss module makes
+    only that method's runs stale. DVC interpolates a string, not a list, so one module per item."""
+    items = {"-".join(map(str, values)): {**dict(zip(axes, values, strict=True)), "loss": own[values[0]]}
+             for values in itertools.product(*axes.values())}
+    do = {key: value for key, value in stage.items() if key != "matrix"}
+    do["deps"] = [d for d in stage["deps"] if d not in own.values()] + ["${item.loss}"]
+    return {"foreach": items, "do": do}
+
+
+def stage_deps(stage: dict[str, Any], key: str | None = None) -> list[str]:
+    """The deps of a generated stage: of its item ``key`` when it is per method (a ``foreach``), else of every run."""
+    if "foreach" not in stage:
+        return stage["deps"]
+    items = [stage["foreach"][key]] if key is not None else stage["foreach"].values()
+    return sorted({d.replace("${item.loss}", item["loss"]) for item in items for d in stage["do"]["deps"]})
+
+
+def report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,
+                  params: dict[str, Any]) -> dict[str, Any]:
+    papermill = " ".join(f"-p {key} {value}" for key, value in report.papermill.items())
+    tables, figures = report_outputs(name, root)
+    outs = [f"reports/{name}.ipynb", *(f"reports/{t}" for t in tables), *(f"reports/{f}" for f in figures),
+            f"reports/verdicts/{name}.csv"]
+    code = module_closure([*REPORT_ENTRY, *notebook_modules(name, root)], root)
+    selection = report.selection if report.selection in params else None  # a profile may not tune
+    tuned = list((params[selection] or {}).get("methods") or {}) if selection else []
+    return {
+        "cmd": f"python -m isogclr report {name} {papermill}",
+        "deps": [f"notebooks/{name}.ipynb", f"notebooks/src/{name}.py", *code,
+                 *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper), *report.reads,
+                 *(f"tuning/{m}/{f}" for m in tuned for f in ("candidates.csv", "selected.json")),
+                 *(f"studies/{study}" for study, _ in studies)],
+        # a section the profile does not have (the references of a profile without them) is not a parameter
+        "params": [*(p for p in report.params if p.split(".")[0] in params), *([selection] if selection else []),
+                   *(f"{section}.{study}" for study, section in studies)],
+        "outs": [{out: {"cache": False}} for out in outs],
+    }
