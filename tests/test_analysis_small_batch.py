@@ -33,6 +33,15 @@ def test_batch_verdicts_per_batch_size_and_small_against_large():
     assert out[0].status == "supported"
 
 
+def test_the_interaction_at_one_seed_is_not_testable_and_says_so():
+    """The smoke profile runs one seed: no interval, and the former row's line says so instead of failing."""
+    by_batch = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("simclr", 256): 35.0, ("sogclr", 256): 36.0},
+                    seeds=(0,))
+    out = batch_verdicts(by_batch, [32, 256], PAPER)
+    assert out[2].status == "not testable"
+    assert "one seed (0)" in out[2].evidence and "+2.00 points, no interval" in out[2].evidence
+
+
 def test_table6_and_emc2_at_a_small_batch():
     small = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("flatclr", 32): 31.0, ("emc2", 32): 34.0,
                   ("negcache", 32): 29.0})

@@ -61,7 +61,7 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
         {s: (sog_s[s] - sog_l[s]) - (sim_s[s] - sim_l[s]) for s in seeds},
         what=f"(sogclr b={small} - b={large}) - (simclr b={small} - b={large})", paper_effect=paper_effect,
         detail=f"equal epochs, b={small} takes {large // small}x the steps of b={large}; SogCLR b={small} - SimCLR "
-               f"b={large} (the former row): {old.effect:+.2f} [{old.ci_low:+.2f}, {old.ci_high:+.2f}]")
+               f"b={large} (the former row): {_estimate(old)}")
     dropped = compare(f"SimCLR drops from b={large} to b={small}", (f"simclr b={large}", sim_l),
                       (f"simclr b={small}", sim_s))
     checks = [premise(f"SimCLR drops as its batch shrinks (b={large} - b={small})", dropped)]
@@ -69,6 +69,15 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
         checks.insert(0, above_floor({f"simclr b={large}": mean_of(sim_l), f"sogclr b={large}": mean_of(sog_l)},
                                      floor, margin))
     return require(interaction, *checks)
+
+
+def _estimate(verdict: Verdict) -> str:
+    """A verdict's effect and interval in a line of evidence; one seed has no interval, no seed no effect."""
+    if verdict.effect is None:
+        return "no seed in common"
+    if verdict.ci_low is None:
+        return f"{verdict.effect:+.2f} (one seed: no interval)"
+    return f"{verdict.effect:+.2f} [{verdict.ci_low:+.2f}, {verdict.ci_high:+.2f}]"
 
 
 def table6_verdict(small_all: pd.DataFrame, batch: int, paper: pd.DataFrame) -> Verdict:
