@@ -1,4 +1,4 @@
-"""docs/extending.md, performed (a loss, a dataset, a study): its files written, its insertions made and its
+"""docs/extending.md, performed (a loss, a dataset, a study, a claim): its files written, its insertions made and its
 commands run, in order, in a temporary copy of the repository (the smoke profile's sizes: `profile mini` runs as
 `profile smoke`, which extends it)."""
 
@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from isogclr.analysis.verdicts import STATUSES
 
 from .conftest import ROOT, tracked_copy
 
@@ -49,12 +52,14 @@ def perform(repo: Path, action: str, arg: str, body: str, env: dict[str, str]) -
     return ""
 
 
-def test_the_markers_cover_both_tutorials():
+def test_the_markers_cover_the_four_tutorials():
     actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
     assert ("file", "src/isogclr/losses/align_uniform.py") in actions
     assert ("insert", r"src/isogclr/losses/registry.py after ^UNIMODAL = \{") in actions  # its line in the table
     assert ("insert", "src/isogclr/data/base.py after ^DATASETS = Registry") in actions  # a dataset's line
-    assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 5
+    assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 6
+    assert ("file", "notebooks/src/align_t.py") in actions  # a claim: its report notebook and registry line
+    assert ("insert", r"src/isogclr/report_registry.py after ^REPORTS: dict\[str, Report\] = \{") in actions
 
 
 @pytest.mark.slow
@@ -69,5 +74,9 @@ def test_the_tutorials_run_on_a_copy_of_the_repository(tmp_path):
     assert json.loads((repo / "runs" / "simclr-noise_tones-s0" / "metrics.json").read_text())["top1"] >= 0
     runs = sorted(p.name for p in (repo / "studies" / "align_t").iterdir())
     assert runs == [f"align_uniform-{v}-s{s}" for v in ("1.0", "4.0") for s in (0, 1, 2)]
-    table = outputs[-1]
-    assert table.count("align_uniform") == 6 and "top1" in table
+    table = next(out for out in outputs if "top1" in out)  # the study's runs, read back by the library
+    assert table.count("align_uniform") == 6
+    verdict = pd.read_csv(repo / "reports" / "verdicts" / "align_t.csv")  # the claim, judged by its report
+    assert verdict["claim"].tolist() == ["align_uniform: t = 4 beats t = 1 on synth10_lt"]
+    assert verdict["n_seeds"].tolist() == [3] and verdict["status"].iloc[0] in STATUSES
+    assert (repo / "reports" / "align_t.ipynb").exists() and "align_t" in outputs[-1]
