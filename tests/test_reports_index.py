@@ -12,7 +12,8 @@ from isogclr.analysis.verdicts import compare, not_testable, write_verdicts
 
 def test_index_lists_every_report_with_its_verdicts(tmp_path):
     for name, title in (("one", "First report"), ("two", "Second report")):
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {title}\n\ntext")])
+        text = "runs paired by seed" if name == "two" else "text"
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {title}\n\n{text}")])
         nbformat.write(nb, tmp_path / f"{name}.ipynb")
     write_verdicts([compare("claim A", ("a", {0: 3.0, 1: 4.0, 2: 5.0}), ("b", {0: 1.0, 1: 2.1, 2: 2.9}),
                             paper_effect=0.5)], tmp_path, "one")
@@ -41,6 +42,10 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     assert statuses == ["inconclusive", "not testable", "not testable"]
     assert "effect [95% CI]" in page
     assert " inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive</td>" in page
+    # a project term is explained on the page that uses it, and only there
+    two, one = (tmp_path / "html" / "two.html").read_text(), (tmp_path / "html" / "one.html").read_text()
+    assert "paired by seed: two methods run with the same seed share the initial weights" in two
+    assert "Terms." not in one
     before = page
     build_index(tmp_path, ["one", "two"], profile="mini")
     assert (tmp_path / "index.html").read_text() == before  # deterministic

@@ -1,5 +1,6 @@
 """The words every report page shares: what "settled" and a precondition mean (one snippet, shown on every page
-and in the index, so that no page defines them differently)."""
+and in the index, so that no page defines them differently), and the project's terms, explained on the pages that
+use them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,29 @@ MULTIPLICITY_NOTE = (
     "once): a supported or contradicted verdict keeps its status when its p value, times the number of claims "
     "still in play, stays below 0.05 (isogclr.analysis.multiplicity).")
 
+# the project's words a page may use, each explained where it appears (:func:`glossary`): term -> meaning
+GLOSSARY = {
+    "paired by seed": "two methods run with the same seed share the initial weights, the data order and every "
+                      "augmentation draw; a comparison's effect is the mean over seeds of the per-seed difference",
+    "keyed": "keyed draws: every augmentation draw is a function of (seed, epoch, sample or pair index, view), so a "
+             "sample's views do not depend on the process, the loader workers or where a run resumed "
+             "(isogclr.data.keyed)",
+    "loss_over_tau": "SogCLR's and iSogCLR's objective divided by tau (each term F_i / tau_i): their gradient on "
+                     "SimCLR's scale, so that one learning rate, calibrated on SimCLR, serves all three "
+                     "(docs/losses.md, \"The gradient's scale\")",
+    "side_seeds": "the seeds of the image-text side methods (CyCLIP, CLIP with individual or large tau), paired by "
+                  "seed with the central runs",
+    "stage-minutes": "a pipeline stage's wall minutes, summed over stages; two stages run at a time, so the "
+                     "schedule takes half of them",
+}
+
 _DECIDED = ("supported", "contradicted")
+
+
+def glossary(text: str) -> str:
+    """"Terms: ..." for every :data:`GLOSSARY` term that ``text`` (a page) uses, "" when it uses none."""
+    used = [f"{term}: {meaning}" for term, meaning in GLOSSARY.items() if term in text]
+    return "Terms. " + "; ".join(used) + "." if used else ""
 
 
 def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], holm: list[str] | None = None,

@@ -24,7 +24,7 @@ import pandas as pd
 from nbconvert import HTMLExporter
 
 from ..io import save_text
-from .explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line
+from .explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, glossary
 from .multiplicity import adjust
 from .tables import FIGURE_METADATA
 from .verdicts import COLUMNS, STATUSES, count_statuses
@@ -184,9 +184,12 @@ def scale_of(notebook: Path) -> str:
 
 def _verdicts_up_front(nb, verdicts: pd.DataFrame, scale: str = ""):  # noqa: ANN001, ANN202
     """The notebook with, after its first markdown cell (the claim), its bottom line, its scale, its verdicts and
-    the shared notes on "settled", preconditions and multiplicity."""
+    the shared notes on "settled", preconditions and multiplicity, and the meaning of each project term the page
+    uses (:func:`isogclr.analysis.explain.glossary`)."""
     first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
-    notes = " ".join(html.escape(n) for n in (SETTLED_NOTE, PRECONDITION_NOTE, MULTIPLICITY_NOTE))
+    page = "\n".join([c.source for c in nb.cells]
+                     + [str(o.get("text", "")) for c in nb.cells for o in c.get("outputs", [])])
+    notes = " ".join(html.escape(n) for n in (SETTLED_NOTE, PRECONDITION_NOTE, MULTIPLICITY_NOTE, glossary(page)) if n)
     cell = nbformat.v4.new_markdown_cell(
         f'<div class="verdicts">\n\n**{html.escape(_bottom(verdicts))}** {html.escape(scale)}\n\n'
         f'**Verdicts** ({_summary(count_statuses(verdicts["status"]))}; computed at the '
