@@ -240,7 +240,7 @@ def test_missing_or_stale_tuning_files_name_the_stage(tmp_path, smoke_params):
 @pytest.mark.slow
 def test_report_runs_end_to_end_on_fabricated_runs(tmp_path, smoke_params):
     """The budget_ladder notebook, executed by papermill on fabricated runs and tuning files."""
-    from isogclr.analysis.report import execute_report
+    from isogclr.reports.notebook import execute_report
 
     repo = tmp_path / "repo"
     params = _tuning(_ladder_params(smoke_params, table1_seeds=(0, 1, 2)), repo / "tuning")

@@ -80,7 +80,7 @@ def test_the_small_batch_headline_is_an_interaction_under_its_premise():
 
 def test_the_long_tailed_gain_is_a_paired_interaction():
     from isogclr.analysis.table1 import longtail_gain_verdict
-    from isogclr.config.reports import TableSpec
+    from isogclr.config.sections import TableSpec
 
     rows = []
     for s in range(3):

@@ -59,7 +59,7 @@ def test_the_markers_cover_the_four_tutorials():
     assert ("insert", "src/isogclr/data/base.py after ^DATASETS = Registry") in actions  # a dataset's line
     assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 6
     assert ("file", "notebooks/src/align_t.py") in actions  # a claim: its report notebook and registry line
-    assert ("insert", r"src/isogclr/report_registry.py after ^REPORTS: dict\[str, Report\] = \{") in actions
+    assert ("insert", r"src/isogclr/reports/registry.py after ^REPORTS: dict\[str, Report\] = \{") in actions
 
 
 @pytest.mark.slow

@@ -214,10 +214,10 @@ def test_a_run_depends_on_its_own_losses_and_datasets_only(params, pipeline):
 
 def test_a_name_a_package_imports_on_first_access_is_followed_to_its_module():
     """`from isogclr.config import run_config` depends on config/core.py (the package imports it lazily), as a
-    notebook's `from isogclr.config import table_spec` depends on config/reports.py."""
+    notebook's `from isogclr.config import table_spec` depends on config/sections.py."""
     closure = module_closure(("isogclr.train.optim",), ROOT)  # `from ..config import OptimConfig`
     assert "src/isogclr/config/core.py" in closure and "src/isogclr/config/convergence.py" not in closure
-    assert "isogclr.config.reports" in notebook_modules("table1_unimodal", ROOT)
+    assert "isogclr.config.sections" in notebook_modules("table1_unimodal", ROOT)
 
 
 def test_an_in_memory_run_does_not_depend_on_the_paper_scale_loaders(params, pipeline):

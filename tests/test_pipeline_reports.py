@@ -1,13 +1,15 @@
-"""A report's outputs are declared once, by the notebook's own write_table / save_figure calls; the params keys
-its notebook reads by name are covered by the params its stage declares."""
+"""A report's outputs, declared in its registry entry, are the notebook's own write_table / save_figure calls; the
+params keys its notebook reads by name are covered by the params its stage declares. The notebooks' sources are
+read here, by the tests, with :mod:`ast`: the product never parses its own source."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
-from isogclr.report_registry import REPORTS, notebook_params, report_outputs
+from isogclr.reports.registry import REPORTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,25 +20,55 @@ def _source(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_outputs_are_read_from_the_calls_in_source_order(tmp_path):
+def _literal_name(node: ast.expr) -> str | None:
+    """The last string constant of a path expression (``Path(reports_dir) / "tables" / "x"`` -> ``"x"``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _literal_name(node.right)
+    return None
+
+
+def written(name: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The stems the source ``notebooks/src/<name>.py`` writes: ``write_table(table, <path ending in "<stem>">)``
+    and ``save_figure(fig, reports_dir, "<stem>")``, in source order; a computed name is an error naming the line."""
+    path = Path(root) / "notebooks" / "src" / f"{name}.py"
+    calls = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("write_table", "save_figure"):
+            position = 1 if node.func.id == "write_table" else 2
+            stem = _literal_name(node.args[position]) if len(node.args) > position else None
+            if stem is None:
+                raise ValueError(f"{path}:{node.lineno}: {node.func.id}(...) must name its output with a literal "
+                                 "string (the registry lists it)")
+            calls.append((node.lineno, node.func.id, stem))
+    calls.sort()
+    return ([s for _, f, s in calls if f == "write_table"], [s for _, f, s in calls if f == "save_figure"])
+
+
+def test_the_source_scan_finds_every_call_in_order(tmp_path):
     root = _source(tmp_path, 'save_figure(fig, reports_dir, "late")\n'
                              'write_table(t, Path(reports_dir) / "tables" / "first", "caption")\n'
                              'if x:\n    write_table(t, tables / "second", caption=c)\n'
                              'save_figure(fig, reports_dir, "later")\n')
-    assert report_outputs("r", root) == (["tables/first.md", "tables/first.csv", "tables/second.md",
-                                          "tables/second.csv"], ["figures/late.png", "figures/later.png"])
-
-
-def test_a_computed_name_is_an_error_naming_the_line(tmp_path):
-    root = _source(tmp_path, 'x = 1\nwrite_table(t, Path(reports_dir) / "tables" / name, "caption")\n')
+    assert written("r", root) == (["first", "second"], ["late", "later"])
+    root = _source(tmp_path / "b", 'x = 1\nwrite_table(t, Path(reports_dir) / "tables" / name, "caption")\n')
     with pytest.raises(ValueError, match=r"r\.py:2: write_table\(\.\.\.\) must name its output with a literal"):
-        report_outputs("r", root)
+        written("r", root)
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_a_reports_declared_outputs_are_what_its_notebook_writes(name):
+    tables, figures = written(name)
+    assert (list(REPORTS[name].tables), list(REPORTS[name].figures)) == (tables, figures), (
+        f"reports/registry.py: {name}'s tables= and figures= must list what notebooks/src/{name}.py writes")
 
 
 def test_every_committed_table_and_figure_belongs_to_exactly_one_report():
     owners: dict[str, str] = {}
     for name in REPORTS:
-        tables, figures = report_outputs(name, ROOT)
+        tables, figures = REPORTS[name].outputs()
         assert tables or figures, name
         for out in tables + figures:
             assert out not in owners, f"{out} is written by {owners.get(out)} and {name}"
@@ -45,6 +77,38 @@ def test_every_committed_table_and_figure_belongs_to_exactly_one_report():
     committed = {p.relative_to(ROOT / "reports").as_posix() for folder in ("tables", "figures")
                  for p in (ROOT / "reports" / folder).iterdir()}
     assert committed == set(owners)  # no table or figure that no report declares
+
+
+_SECTION_HELPERS = {"table_spec": "{}", "study_spec": "studies.{}", "bimodal_study_spec": "bimodal_studies.{}"}
+
+
+def notebook_params(name: str, root: Path = Path(".")) -> set[str]:
+    """The params keys the report source ``notebooks/src/<name>.py`` reads by name: ``params["a"]["b"]`` (``a.b``),
+    ``params.get("a")`` (``a``) and a section helper with a literal name (``table_spec(params, "table1")``:
+    ``table1``; ``study_spec(params, "rho")``: ``studies.rho``). What a library function reads inside is not seen:
+    this is the floor a report's declared ``params`` must cover (``tests/test_pipeline_reports.py``)."""
+    path = Path(root) / "notebooks" / "src" / f"{name}.py"
+    keys, inner = set(), set()  # inner: the subscripts inside a longer chain (params["a"] of params["a"]["b"])
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Subscript) and id(node) not in inner:
+            chain, current = [], node
+            while isinstance(current, ast.Subscript) and isinstance(current.slice, ast.Constant) \
+                    and isinstance(current.slice.value, str):
+                chain.append(current.slice.value)
+                inner.add(id(current))
+                current = current.value
+            if isinstance(current, ast.Name) and current.id == "params" and chain:
+                keys.add(".".join(reversed(chain)))
+        elif isinstance(node, ast.Call) and node.args:
+            func, args = node.func, node.args
+            if (isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Name)
+                    and func.value.id == "params" and isinstance(args[0], ast.Constant)):
+                keys.add(str(args[0].value))
+            helper = func.id if isinstance(func, ast.Name) else None
+            if (helper in _SECTION_HELPERS and len(args) >= 2 and isinstance(args[0], ast.Name)
+                    and args[0].id == "params" and isinstance(args[1], ast.Constant)):
+                keys.add(_SECTION_HELPERS[helper].format(args[1].value))
+    return keys
 
 
 def test_the_params_a_notebook_reads_by_name_are_found(tmp_path):

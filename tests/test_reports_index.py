@@ -6,7 +6,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from isogclr.analysis.index import build_index
+from isogclr.reports.index import build_index
 from isogclr.analysis.verdicts import compare, not_testable, write_verdicts
 
 

@@ -26,7 +26,7 @@ reports_dir = "reports"
 # %%
 from pathlib import Path
 
-from isogclr.analysis.report import setup_report
+from isogclr.reports.notebook import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt

@@ -47,7 +47,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from isogclr.analysis.report import setup_report
+from isogclr.reports.notebook import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt

@@ -226,7 +226,7 @@ def cmd_train_bimodal(args: argparse.Namespace) -> int:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    from .analysis.notebooks import build_notebooks
+    from .reports.notebooks import build_notebooks
 
     stale = build_notebooks(Path(args.source), Path(args.dest), check=args.check)
     if args.check and stale:
@@ -236,9 +236,9 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .analysis.notebooks import notebook_text
-    from .analysis.report import execute_report, typed_parameters
     from .io import read_text
+    from .reports.notebook import execute_report, typed_parameters
+    from .reports.notebooks import notebook_text
 
     notebook, source = Path(args.notebooks) / f"{args.name}.ipynb", Path(args.notebooks) / "src" / f"{args.name}.py"
     if not source.exists():
@@ -263,7 +263,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_report_index(args: argparse.Namespace) -> int:
-    from .analysis.index import build_index
+    from .reports.index import build_index
 
     build_index(Path(args.reports), args.names, profile=str(read_params(args).get("profile", "?")))
     print(f"wrote {args.reports}/index.html and {args.reports}/README.md ({len(args.names)} reports)")

@@ -18,7 +18,7 @@ What it writes, one stage family per kind of work:
 * one stage per one-knob study, all from one template (``study_<name>``: ``studies.<name>`` or
   ``bimodal_studies.<name>`` of params.yaml); the report named by the study's ``report`` key reads it;
 * the convergence study's runs (``emc2_convergence_runs``);
-* one papermill stage per report (:data:`isogclr.report_registry.REPORTS`), and the index.
+* one papermill stage per report (:data:`isogclr.reports.registry.REPORTS`), and the index.
 
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
@@ -58,7 +58,7 @@ from .pipeline_stages import (
     study_stage,
     tune_stage,
 )
-from .report_registry import REPORTS
+from .reports.registry import REPORTS
 
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
@@ -68,7 +68,7 @@ from .report_registry import REPORTS
 GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.tuning")
 TRAIN_ENTRY = (*GRID_ENTRY, "isogclr.config.studies")
 BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
-REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.reports")
+REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.sections")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
 
 # the table sections of params.yaml that are grids of unimodal runs, and their stage names
@@ -170,7 +170,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         stages[name] = report_stage(name, report, reads_study.get(name, []), root, params)
     stages["index"] = {
         "cmd": "python -m isogclr report-index " + " ".join(REPORTS),
-        "deps": [*module_closure(("isogclr.analysis.index",), root),
+        "deps": [*module_closure(("isogclr.reports.index",), root),
                  *(f"reports/{name}.ipynb" for name in REPORTS), "reports/verdicts"],
         "params": ["profile"],
         "outs": [{out: {"cache": False}} for out in ("reports/index.html", "reports/README.md", "reports/html")],

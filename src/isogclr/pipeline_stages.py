@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .code_deps import module_closure, notebook_modules
-from .report_registry import Report, report_outputs
+from .reports.registry import Report
 
-REPORT_ENTRY = ("isogclr.analysis.report", "isogclr.analysis.notebooks")  # `python -m isogclr report <name>`
+REPORT_ENTRY = ("isogclr.reports.notebook", "isogclr.reports.notebooks")  # `python -m isogclr report <name>`
 RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
 BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
@@ -156,7 +156,7 @@ def stage_deps(stage: dict[str, Any], key: str | None = None) -> list[str]:
 def report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,
                   params: dict[str, Any]) -> dict[str, Any]:
     papermill = " ".join(f"-p {key} {value}" for key, value in report.papermill.items())
-    tables, figures = report_outputs(name, root)
+    tables, figures = report.outputs()
     outs = [f"reports/{name}.ipynb", *(f"reports/{t}" for t in tables), *(f"reports/{f}" for f in figures),
             f"reports/verdicts/{name}.csv"]
     code = module_closure([*REPORT_ENTRY, *notebook_modules(name, root)], root)

@@ -31,7 +31,7 @@ Builders: :func:`compare` (two methods paired by seed, Student t over seeds), :f
 difference), :func:`best_of` / :func:`combine` (a claim over several comparisons), :func:`knob_effect`
 (sensitive / insensitive to a hyper-parameter), :func:`exact` (a deterministic computation, no seeds) and
 :func:`not_testable`. Every report notebook ends with :func:`write_verdicts`
-(``reports/verdicts/<report>.csv``); the index stage (:mod:`isogclr.analysis.index`) gathers them.
+(``reports/verdicts/<report>.csv``); the index stage (:mod:`isogclr.reports.index`) gathers them.
 """
 
 from __future__ import annotations

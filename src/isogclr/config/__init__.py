@@ -10,7 +10,7 @@ instead of after an hour of training. The parts, each a module of this package (
 * :mod:`.studies`: one-knob studies and the epochs a run resolves;
 * :mod:`.bimodal`: the image-text runs;
 * :mod:`.tuning`: the selection on a validation split (``tuning``, ``bimodal_tuning``);
-* :mod:`.reports`: the typed sections the report notebooks read;
+* :mod:`.sections`: the typed sections the report notebooks read (table grids, temperatures, the profile);
 * :mod:`.convergence`: EMC2's convergence study;
 * :mod:`.datasets`: the generated datasets' sections (what the data commands generate);
 
@@ -45,7 +45,7 @@ _EXPORTS = {
     "datasets": ("fashion_mnist_mini_spec", "synthetic_spec"),
     "typed": ("ConfigError", "check_finite", "check_number", "typed_section"),
     "profiles": ("check_profiles", "differences", "load_params", "merge_profile", "profile_text"),
-    "reports": (
+    "sections": (
         "TableSpec", "TemperatureSpec", "method_settings", "profile_name", "references_spec", "table_spec",
         "temperature_spec",
     ),

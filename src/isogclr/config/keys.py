@@ -87,7 +87,7 @@ def _schema() -> dict[str, Any]:
     from .bimodal import BIMODAL_LISTS, BimodalTrainConfig
     from .convergence import ConvergenceConfig, ConvergenceStudy
     from .core import OptimConfig, TrainConfig
-    from .reports import TableSpec
+    from .sections import TableSpec
     from .studies import BimodalStudySpec, StudySpec
     from .tuning import TUNING_SECTIONS, TuningSpec
 

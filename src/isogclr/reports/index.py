@@ -23,11 +23,11 @@ import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
 
+from ..analysis.explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, glossary
+from ..analysis.multiplicity import adjust
+from ..analysis.tables import FIGURE_METADATA
+from ..analysis.verdicts import COLUMNS, STATUSES, count_statuses
 from ..io import save_text
-from .explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, glossary
-from .multiplicity import adjust
-from .tables import FIGURE_METADATA
-from .verdicts import COLUMNS, STATUSES, count_statuses
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:14px}"
