@@ -222,8 +222,8 @@ write_verdicts([Verdict("the fixture's claim", STATUSES[-1], "nothing to test")]
 def fixture_reports(tmp_path_factory) -> Path:
     """A repository-shaped folder whose reports/ holds one executed fixture report, its HTML page and the index."""
     from isogclr.reports.index import build_index
-    from isogclr.reports.notebooks import build_notebooks
     from isogclr.reports.notebook import execute_report
+    from isogclr.reports.notebooks import build_notebooks
 
     repo = tmp_path_factory.mktemp("repo")
     (repo / "params.yaml").write_text("profile: fixture\n")

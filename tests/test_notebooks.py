@@ -9,8 +9,8 @@ import os
 import jupytext
 import pytest
 
-from isogclr.reports.notebooks import build_notebooks
 from isogclr.reports.notebook import project_root, setup_report, strip_execution_metadata, typed_parameters
+from isogclr.reports.notebooks import build_notebooks
 
 from .conftest import ROOT
 

@@ -6,8 +6,8 @@ import nbformat
 import pandas as pd
 import pytest
 
-from isogclr.reports.index import build_index
 from isogclr.analysis.verdicts import compare, not_testable, write_verdicts
+from isogclr.reports.index import build_index
 
 
 def test_index_lists_every_report_with_its_verdicts(tmp_path):
