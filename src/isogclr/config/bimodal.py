@@ -12,7 +12,7 @@ from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
 from .core import MethodConfig, method_config, run_config_dict
 from .studies import BimodalStudySpec, check_state_knob, study_params, study_run_dir
-from .typed import ConfigError, typed_section
+from .typed import ConfigError, check_seed, typed_section
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,7 @@ def validate_bimodal(params: dict[str, Any]) -> None:
             bimodal_method_config(params, name)
     for key in ("seeds", "side_seeds"):
         for s in section.get(key) or []:
-            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-                raise ConfigError(f"bimodal.{key}: seeds are non-negative integers, got {s!r}")
+            check_seed(f"bimodal.{key}", s)
     rows = section.get("paper_rows") or {}
     if not isinstance(rows, dict):
         raise ConfigError(f"bimodal.paper_rows: expected a mapping method -> paper row, got {rows!r}")

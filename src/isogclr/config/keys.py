@@ -25,7 +25,7 @@ from typing import Any
 from ..data import DATASETS
 from ..losses import LOSSES
 from .core import LR, PIN, SEARCH, TABLE_SECTIONS, UNTUNED
-from .typed import ConfigError
+from .typed import ConfigError, check_seed
 
 # a name that becomes a folder name: no separator, no leading dot, no "..", no space
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -123,13 +123,6 @@ def check_name(key: str, name: Any, what: str = "name") -> str:
         raise ConfigError(f"{key}: {name!r} is not a plain {what} (letters, digits, '_', '.' and '-', not starting "
                           "with '.' or '-', no '..'): it names a folder of the run's outputs")
     return name
-
-
-def check_seed(key: str, seed: Any) -> int:
-    """``seed`` must be a non-negative integer; else a :class:`ConfigError` naming ``key``."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"{key}: seeds are non-negative integers, got {seed!r}")
-    return seed
 
 
 def _unknown(key: str, known: Any) -> ConfigError:

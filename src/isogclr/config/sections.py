@@ -13,7 +13,7 @@ from typing import Any
 
 from ..data import DATASETS
 from .core import TABLE_SECTIONS, method_config
-from .typed import ConfigError
+from .typed import ConfigError, check_seed
 
 # ------------------------------------------------------------------------------- typed report sections
 # The report notebooks read the table grids, the temperature study, the methods' settings and the profile
@@ -85,8 +85,7 @@ def table_spec(params: dict[str, Any], section: str) -> TableSpec | None:
     if not isinstance(seeds, list) or not seeds:
         raise ConfigError(f"{section}.seeds: expected a non-empty list, got {seeds!r}")
     for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError(f"{section}.seeds: seeds are non-negative integers, got {seed!r}")
+        check_seed(f"{section}.seeds", seed)
     paper_rows = raw.get("paper_rows") or {}
     if not isinstance(paper_rows, dict):
         raise ConfigError(f"{section}.paper_rows: expected a mapping method -> paper row, got {paper_rows!r}")

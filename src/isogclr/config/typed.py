@@ -81,3 +81,10 @@ def typed_section(cls: type, values: Any, key: str):
         return cls(**converted)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{key}: {err}") from err
+
+
+def check_seed(key: str, seed: Any) -> int:
+    """``seed`` must be a non-negative integer; else a :class:`ConfigError` naming ``key``."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"{key}: seeds are non-negative integers, got {seed!r}")
+    return seed

@@ -19,7 +19,7 @@ from .datasets import fashion_mnist_mini_spec, synthetic_spec
 from .keys import check_keys
 from .studies import study_run_config, study_spec
 from .tuning import validate_tuning
-from .typed import ConfigError, check_finite
+from .typed import ConfigError, check_finite, check_seed
 
 
 def validate_params(params: dict[str, Any]) -> None:
@@ -47,8 +47,7 @@ def validate_params(params: dict[str, Any]) -> None:
             if d not in DATASETS:
                 raise ConfigError(f"{section}.datasets: unknown dataset {d!r} (registered: {sorted(DATASETS)})")
         for s in table["seeds"]:
-            if not isinstance(s, int) or s < 0:
-                raise ConfigError(f"{section}.seeds: seeds are non-negative integers, got {s!r}")
+            check_seed(f"{section}.seeds", s)
         for m in table.get("paper_rows") or {}:
             if m not in table["methods"]:
                 raise ConfigError(f"{section}.paper_rows: {m!r} is not in {section}.methods")
