@@ -25,6 +25,8 @@ Usage (resumable: each run writes its result file once, under --runs):
     python benchmarks/noise.py --divergence --settings lr2.0 lr0.8
     ATEN_CPU_CAPABILITY=avx2 python benchmarks/noise.py --tag avx2 --settings lr2.0 lr0.8 --seeds 0 1
     python benchmarks/noise.py --report            # reports/benchmarks/noise.{csv,md}, noise_divergence.{csv,md}
+The report keeps every run's result in reports/benchmarks/noise_runs.csv and reads it back beside --runs, so a
+report is rebuilt from the committed runs and new seeds or settings add to them.
 Run two processes side by side (disjoint --settings or --datasets) on two cores; one torch thread each.
 """
 
@@ -195,9 +197,27 @@ def run_all(args: argparse.Namespace) -> None:
 
 # ---- the report ----
 
-def load_results(runs: Path) -> pd.DataFrame:
+RUN_KEY = ["tag", "setting", "method", "dataset", "seed", "perturbed"]
+
+
+def load_results(runs: Path, committed: Path | None = None) -> pd.DataFrame:
+    """Every run's result: the result files under ``runs``, and the rows of ``committed`` (the per-run table a
+    report wrote, ``reports/benchmarks/noise_runs.csv``) that ``runs`` does not hold, so that a report is rebuilt
+    from the committed runs and new seeds add to them (a run in both must have the same score)."""
     rows = [json.loads(p.read_text()) | {"tag": p.relative_to(runs).parts[0]} for p in sorted(runs.glob("*/*/*.json"))]
-    return pd.DataFrame(rows)
+    here = pd.DataFrame(rows)
+    if committed is None or not committed.is_file():
+        return here
+    kept = pd.read_csv(committed)
+    if here.empty:
+        return kept
+    both = here.merge(kept, on=RUN_KEY, suffixes=("", "_committed"))
+    moved = both[both["val_top1"] != both["val_top1_committed"]]
+    if len(moved):
+        raise RuntimeError(f"{committed}: {len(moved)} runs score otherwise than committed, e.g. "
+                           f"{moved[RUN_KEY + ['val_top1', 'val_top1_committed']].iloc[0].to_dict()}")
+    new = kept.merge(here[RUN_KEY], on=RUN_KEY, how="left", indicator=True)
+    return pd.concat([here, kept[(new["_merge"] == "left_only").to_numpy()]], ignore_index=True)
 
 
 def noise_table(results: pd.DataFrame, score: str = "val_top1", n_design: int = 7) -> pd.DataFrame:
@@ -314,7 +334,7 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def report(params: dict, runs: Path, out: Path) -> None:
     torch.set_num_threads(1)
-    results = load_results(runs)
+    results = load_results(runs, out / "noise_runs.csv")
     floor = floors(params, runs)
     interaction = interaction_table(results)
     raw = noise_table(results)
@@ -336,6 +356,10 @@ def report(params: dict, runs: Path, out: Path) -> None:
     levels = levels.reset_index()
     levels["SimCLR above raw pixels"] = (levels["simclr raw"] - levels["dataset"].map(floor)).round(2)
     divergence = divergence_table(results, runs)
+    if divergence.empty and (out / "noise_divergence.csv").is_file():  # its weights are not committed: kept
+        divergence = pd.read_csv(out / "noise_divergence.csv")
+    per_run = results.drop(columns=["loss_by_epoch"], errors="ignore").sort_values(RUN_KEY, kind="stable")
+    save_text(csv_text(per_run.to_dict("records")), out / "noise_runs.csv")
     save_text(csv_text(raw.to_dict("records")), out / "noise.csv")
     save_text(csv_text(ema.to_dict("records")), out / "noise_ema.csv")
     if len(divergence):
