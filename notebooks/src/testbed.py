@@ -27,8 +27,8 @@ verdicts_second_pass = "reports/testbed/verdicts_fdc1988.csv"
 verdicts_one_rate = "reports/testbed/verdicts_ef22ab9.csv"
 verdicts_seven_seeds = "reports/testbed/verdicts_022cafd.csv"
 verdicts_nine_seeds = "reports/testbed/verdicts_621e4fa.csv"
-pilot_verdicts = "reports/testbed/verdicts_31bed6e.csv"  # every report's verdicts at 31bed6e: the pilot's spreads
-pilot_stages = "reports/testbed/repro_stages_e934723.csv"  # that forced repro's stage times and runs
+pilot_verdicts = "reports/testbed/verdicts_9afb0d5.csv"  # every report's verdicts of the forced repro of 9afb0d5
+pilot_stages = "reports/testbed/repro_stages_9afb0d5.csv"  # that forced repro's stage times and runs
 verdicts_keyed_before = "reports/testbed/verdicts_ec849f6.csv"  # every report's verdicts before keyed draws
 verdicts_last = "reports/testbed/verdicts_173e730.csv"  # a forced repro's (keyed draws, the allocation's seeds)
 verdicts_old_rules = "reports/testbed/verdicts_d775366.csv"  # c74f58da's forced repro, its verdicts at d775366
@@ -238,10 +238,10 @@ write_table(hour_moved.round(3), Path(reports_dir) / "tables" / "testbed_verdict
 # ## Seeds allocated by power
 #
 # Where should the hour's seeds go? `isogclr.analysis.power` takes each claim group's spread from the committed
-# verdicts of the last forced repro (e934723, snapshot at 31bed6e: a pilot; the sd of a claim's paired differences
-# is its MDE over the MDE at sd 1; a group whose claims ran one seed would borrow the median spread of the nearest
-# group with seeds, named in `sd source`) and its measured minutes per seed (that repro's stage times over the
-# seeds they ran, on a machine running nothing else), and proposes seeds per group that
+# verdicts of the last forced repro (of 9afb0d5, the selection on three seeds; before it, e934723's pilot: the sd of
+# a claim's paired differences is its MDE over the MDE at sd 1; a group whose claims ran one seed would borrow the
+# median spread of the nearest group with seeds, named in `sd source`) and its measured minutes per seed (that
+# repro's stage times over the seeds they ran, `reports/timing.md`), and proposes seeds per group that
 # make the most claims detectable (MDE at most max(|paper's effect|, |our effect|)) within the hour's stage-minutes
 # (the schedule times the slots, minus the stages no group covers), with at least 3 seeds per group and Table 1 at
 # the seeds its median MDE of at most 3.5 points needs. MDEs are medians over a group's claims, in points.
@@ -266,7 +266,7 @@ display(Markdown(
     f"seeds ({other:.1f} go to the stages no group covers); the floor (3 seeds a group, {table1_seeds} for Table 1) "
     f"costs **{needed:.1f}**" + ("." if fits else
                                  f": it does not fit, so the table below is for the smallest schedule that pays it, "
-                                 f"**{schedule} minutes**, at e934723's stage times.")))
+                                 f"**{schedule} minutes**, at 9afb0d5's stage times.")))
 differ = allocation[allocation["seeds now"].ne(allocation["seeds proposed"]) & allocation["group"].ne("total")]
 display(Markdown(
     "params.yaml runs the proposal." if differ.empty else

@@ -107,7 +107,7 @@ REPORTS: dict[str, Report] = {
                "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
                "reports/testbed/verdicts_621e4fa.csv",
                "reports/testbed/verdicts_ec849f6.csv", "reports/testbed/verdicts_173e730.csv",
-               "reports/testbed/verdicts_31bed6e.csv", "reports/testbed/repro_stages_e934723.csv",
+               "reports/testbed/verdicts_9afb0d5.csv", "reports/testbed/repro_stages_9afb0d5.csv",
                "reports/testbed/verdicts_d775366.csv", "reports/testbed/verdicts_7b57a8e.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal", "ablations", "small_batch",
