@@ -114,3 +114,29 @@ def test_global_batchnorm_on_two_cpu_processes_is_batchnorm_on_one(tmp_path):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
     per_rank = torch.cat([_bn_model()(x[:4]), _bn_model()(x[4:])])  # each half normalised alone
     assert (per_rank - out).abs().max() > 1e-2
+
+
+_LEAVES = """
+import atexit, os, sys
+import torch, torch.distributed as dist
+from isogclr.train import distributed
+# atexit runs last-registered first: this hook runs after the one setup registers
+atexit.register(lambda: open(sys.argv[1] + os.environ["RANK"], "w").write(str(dist.is_initialized())))
+ctx = distributed.setup(torch.device("cpu"))
+distributed.barrier()
+"""
+
+
+def test_a_process_leaves_its_group_before_it_exits(tmp_path):
+    """setup() destroys the gloo group at exit: left alive into the interpreter's teardown, it can abort a finished
+    run (SIGABRT, "terminate called without an active exception"), which torchrun reports as a failure."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "leaves.py"
+    script.write_text(_LEAVES)
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                             str(script), str(tmp_path / "initialized-at-exit-")], capture_output=True, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [(tmp_path / f"initialized-at-exit-{r}").read_text() for r in range(2)] == ["False", "False"]

@@ -11,6 +11,7 @@ DDP's gradient averaging divides it back, so parameters get exactly the global-b
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -44,17 +45,27 @@ class DistContext:
 def setup(device: torch.device) -> DistContext:
     """Join the process group that torchrun describes (WORLD_SIZE, RANK, LOCAL_RANK); one process otherwise.
 
-    NCCL on GPUs, gloo on CPUs. On GPUs each process takes the device ``LOCAL_RANK``.
+    NCCL on GPUs, gloo on CPUs. On GPUs each process takes the device ``LOCAL_RANK``. The group is left
+    (:func:`leave`) when the process exits: a gloo group still alive when the interpreter tears down can abort
+    the process after its run has finished ("terminate called without an active exception", SIGABRT), which
+    torchrun reports as a failed run.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return DistContext(0, 1, device)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        atexit.register(leave)
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     return DistContext(dist.get_rank(), dist.get_world_size(), device)
+
+
+def leave() -> None:
+    """Destroy this process's group, if it is in one (registered to run at exit by :func:`setup`)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def process_rank() -> int:
