@@ -51,7 +51,8 @@ class DatasetSpec:
                              "> 1; its loader, stream, hint and generator are the balanced set's")
 
 
-def long_tailed(name: str, balanced: str, counterpart: str, imbalance_ratio: float = 100.0) -> DatasetSpec:
+def long_tailed(name: str, balanced: str, counterpart: str | None = None, imbalance_ratio: float = 100.0
+                ) -> DatasetSpec:
     """The long-tailed variant of ``balanced`` (Cao et al. 2019's exponential profile, ratio 100 by default)."""
     return DatasetSpec(name, counterpart=counterpart, balanced=balanced, imbalance_ratio=imbalance_ratio)
 
