@@ -28,16 +28,17 @@ class DatasetSpec:
     """A dataset: the name ``params.yaml`` and ``--dataset`` say, and what it is made of.
 
     A long-tailed set names its ``balanced`` set and nothing of its own but its counterpart: its loader, hint and
-    generator are the balanced set's, and :func:`~isogclr.data.base.load_dataset` keeps the
+    generator are the balanced set's (it does not stream), and :func:`~isogclr.data.base.load_dataset` keeps the
     :func:`~isogclr.data.base.long_tailed_positions` of the training split at ``imbalance_ratio`` (the test split
     is the balanced one).
     """
 
     name: str
     loader: str | None = None  # "module:function", (root, split) -> ImageData; its module is what a run imports
-    stream: str | None = None  # "module:function", (root, split, transform, views) -> StreamingImages: too large
+    stream: str | None = None  # "module:function", (root, split, transform, views) -> StreamingImages (train.stream)
     missing: str | None = None  # "module:function", root -> what is missing and how to get it, None when present
-    generator: str | None = None  # the key of GENERATED that writes its folder (a pipeline stage: not checked)
+    # (no function: nothing to check, the pipeline generates it)
+    generator: str | None = None  # the key of GENERATED that writes its folder: its runs depend on that stage
     counterpart: str | None = None  # the paper's dataset it stands in for (same role: balanced / long-tailed, C)
     balanced: str | None = None  # a long-tailed set: the balanced set whose training split it subsets
     imbalance_ratio: float | None = None  # and the ratio of its head class to its tail class
