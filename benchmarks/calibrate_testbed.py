@@ -101,7 +101,7 @@ def synthetic_split(split_seed: int, per_class: int, size: int, long_tailed: boo
 def fashion_split(data_root: str, start: int, stop: int, size: int, long_tailed: bool) -> ImageData:
     from isogclr.data.fashion_mnist import load_fashion_mnist
 
-    full = load_fashion_mnist(Path(data_root), "train", False)
+    full = load_fashion_mnist(Path(data_root), "train")
     labels = full.labels.numpy()
     keep = np.sort(np.concatenate([np.flatnonzero(labels == c)[start:stop] for c in range(10)]))
     images = F.interpolate(full.images[keep].float(), size=(size, size), mode="bicubic", align_corners=False)

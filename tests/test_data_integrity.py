@@ -18,7 +18,8 @@ from PIL import Image
 from isogclr.cli import main
 from isogclr.data import decoded, load_dataset, manifest
 from isogclr.data.folder import image_folder
-from isogclr.data.manifest import DECODED, SYNTHETIC, SYNTHETIC_PAIRS, claim_manifest, tree_hash
+from isogclr.data.manifest import DECODED, claim_manifest, tree_hash
+from isogclr.dataset_specs import GENERATED
 
 from .conftest import ROOT
 
@@ -211,7 +212,7 @@ def test_out_never_replaces_a_json_it_did_not_write(tmp_path, capsys):
             main(["synthetic", "--params", str(params), "--out", str(out)])
         assert unrelated.read_text() == text and not out.exists()
     # another data command's manifest is not this one's either
-    unrelated.write_text(json.dumps({"dataset": "results", "generator": SYNTHETIC_PAIRS.target, "spec": {},
+    unrelated.write_text(json.dumps({"dataset": "results", "generator": GENERATED["synthetic_pairs"].target, "spec": {},
                                      "sha256": "0" * 64}))
     with pytest.raises(FileExistsError, match="generator: isogclr.data.synthetic_pairs"):
         main(["synthetic", "--params", str(params), "--out", str(out)])
@@ -219,9 +220,9 @@ def test_out_never_replaces_a_json_it_did_not_write(tmp_path, capsys):
     unrelated.unlink()
     assert main(["synthetic", "--params", str(params), "--out", str(out)]) == 0
     assert main(["synthetic", "--params", str(params), "--out", str(out)]) == 0
-    assert json.loads(unrelated.read_text())["generator"] == SYNTHETIC.target
+    assert json.loads(unrelated.read_text())["generator"] == GENERATED["synthetic"].target
     assert {p.name for p in tmp_path.iterdir()} - {"timing.csv"} == {"params.yaml", "results", "results.json"}
-    assert claim_manifest(ROOT / "data" / "synthetic", SYNTHETIC) == ROOT / "data" / "synthetic.json"
+    assert claim_manifest(ROOT / "data" / "synthetic", GENERATED["synthetic"]) == ROOT / "data" / "synthetic.json"
 
 
 def test_a_symlink_loop_inside_a_generated_folder_is_named_and_regenerated(tmp_path, capsys):

@@ -23,6 +23,7 @@ from isogclr.data.manifest import STAMP, ManifestError, ensure, read_stamp, tree
 from isogclr.data.pairs_folder import load_pairs_folder
 from isogclr.data.synthetic import SyntheticSpec
 from isogclr.data.synthetic_pairs import PairSpec
+from isogclr.dataset_specs import GENERATED
 
 from .conftest import ROOT
 from .test_data_fashion_mnist import _fixture
@@ -70,11 +71,11 @@ def test_manifest_round_trip(name, tmp_path, fashion_source, monkeypatch):
     root = tmp_path / "data"
     written = _make(root, name)
     digest, n = tree_hash(root / name)
-    assert written == {"dataset": name, "generator": manifest.BY_DATASET[name].target,
+    assert written == {"dataset": name, "generator": GENERATED[name].target,
                        "spec": manifest.spec_dict(SPECS[name]), "files": n, "sha256": digest}
     assert read_stamp(root / name) == digest and manifest.up_to_date(root / name)
     # the stored spec is the generator's spec again
-    module = sys.modules[manifest.BY_DATASET[name].target.split(":")[0]]
+    module = sys.modules[GENERATED[name].target.split(":")[0]]
     assert module.spec_from_dict(written["spec"]) == SPECS[name]
     _load(name, root)  # a first load decodes (and caches) the splits from bytes it hashes
     # up to date: ensure reads the stamp and hashes nothing, nor does a load of the cached splits
@@ -190,7 +191,7 @@ def test_install_race_keeps_the_first_folder(tmp_path):
 
 @pytest.mark.parametrize("name", list(TINY))
 def test_generators_are_deterministic(name, tmp_path, fashion_source):
-    generator = manifest.BY_DATASET[name]
+    generator = GENERATED[name]
     spec = manifest.spec_dict(SPECS[name])
     hashes = []
     for copy in ("a", "b"):

@@ -56,7 +56,7 @@ def test_the_markers_cover_the_four_tutorials():
     actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
     assert ("file", "src/isogclr/losses/align_uniform.py") in actions
     assert ("insert", r"src/isogclr/losses/registry.py after ^UNIMODAL = \{") in actions  # its line in the table
-    assert ("insert", "src/isogclr/data/base.py after ^DATASETS = Registry") in actions  # a dataset's line
+    assert ("insert", r"src/isogclr/dataset_specs.py after ^SPECS: dict\[str, DatasetSpec\] = _by_name\(") in actions
     assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 6
     assert ("file", "notebooks/src/align_t.py") in actions  # a claim: its report notebook and registry line
     assert ("insert", r"src/isogclr/reports/registry.py after ^REPORTS: dict\[str, Report\] = \{") in actions
@@ -70,7 +70,7 @@ def test_the_tutorials_run_on_a_copy_of_the_repository(tmp_path):
            "PYTHONPATH": str(repo / "src")}  # the copy's code (with the new loss), not the checkout's
     outputs = [perform(repo, *step, env) for step in steps(DOC.read_text())]
     assert (repo / "pipelines" / "study_align_t" / "dvc.yaml").exists()
-    assert "80 ['dark', 'light']" in "".join(outputs)  # the new dataset, loaded by name
+    assert "80 ['dark', 'light'] 50" in "".join(outputs)  # the new dataset and its long-tailed variant, by name
     assert json.loads((repo / "runs" / "simclr-noise_tones-s0" / "metrics.json").read_text())["top1"] >= 0
     runs = sorted(p.name for p in (repo / "studies" / "align_t").iterdir())
     assert runs == [f"align_uniform-{v}-s{s}" for v in ("1.0", "4.0") for s in (0, 1, 2)]

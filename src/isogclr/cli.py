@@ -14,7 +14,7 @@ import sys
 from . import __version__
 from .commands import (
     cmd_convergence,
-    cmd_fashion_mnist_mini,
+    cmd_generate,
     cmd_notebooks,
     cmd_pipeline,
     cmd_profile,
@@ -23,8 +23,6 @@ from .commands import (
     cmd_report_index,
     cmd_repro,
     cmd_restore_data,
-    cmd_synthetic,
-    cmd_synthetic_pairs,
     cmd_train,
     cmd_train_bimodal,
     cmd_tune,
@@ -32,6 +30,7 @@ from .commands import (
     name_arg,
     seed_arg,
 )
+from .dataset_specs import GENERATED
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -66,22 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "and changes only what its overlay names, and say where --out differs from the mini profile")
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("synthetic", help="generate the synthetic image datasets (data.synthetic)")
-    _add_params(p)
-    p.add_argument("--out", default="data/synthetic", help="output folder")
-    p.set_defaults(func=cmd_synthetic)
-
-    p = sub.add_parser("fashion-mnist-mini", help="write the mini Fashion-MNIST subset as an image folder "
-                                                  "(data.fashion_mnist_mini)")
-    _add_params(p)
-    p.add_argument("--out", default="data/fashion_mnist_mini", help="output folder")
-    p.set_defaults(func=cmd_fashion_mnist_mini)
-
-    p = sub.add_parser("synthetic-pairs", help="generate image-text pairs, retrieval and zero-shot sets "
-                                               "(data.synthetic_pairs)")
-    _add_params(p)
-    p.add_argument("--out", default="data/synthetic_pairs", help="output folder")
-    p.set_defaults(func=cmd_synthetic_pairs)
+    for generator in GENERATED.values():  # the data commands: one per generated folder
+        p = sub.add_parser(generator.command, help=generator.help)
+        _add_params(p)
+        p.add_argument("--out", default=f"data/{generator.name}", help="output folder")
+        p.set_defaults(func=cmd_generate, generator=generator.name)
 
     p = sub.add_parser("restore-data", help="rebuild every generated dataset <root>/<name>/ from its manifest "
                                             "<root>/<name>.json (git-tracked) where missing or stale; seconds")

@@ -84,48 +84,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, kind: str, spec, write) -> None:
-    """What every data command does: refuse an ``--out`` whose manifest is another command's, run ``write()``
-    (which writes the folder), then write the folder's manifest and say so."""
+def cmd_generate(args: argparse.Namespace) -> int:
+    """A data command, one per generated folder (:data:`isogclr.dataset_specs.GENERATED`): refuse an ``--out`` whose
+    manifest is another command's, write the folder from the params section ``data.<name>`` (by the generator's
+    path from a manifest's spec, as a rebuild does), then its manifest, and say so."""
     from .data.manifest import claim_manifest, manifest_path, spec_dict, write_manifest
+    from .dataset_specs import GENERATED
 
-    claim_manifest(args.out, kind)
+    generator = GENERATED[args.generator]
+    data = read_params(args).get("data") or {}
+    spec = generator.spec(data.get(generator.name))
+    claim_manifest(args.out, generator)
     t0 = time.perf_counter()
-    write()
-    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), kind)
+    generator.write(spec_dict(spec), Path(data.get("root", "data")), Path(args.out))
+    manifest = write_manifest(Path(args.out).name, args.out, spec_dict(spec), manifest_path(args.out), generator)
     print(f"wrote {args.out} and its manifest {manifest_path(args.out)} ({manifest['files']} files) in "
           f"{time.perf_counter() - t0:.1f}s ({spec})")
-
-
-def cmd_synthetic(args: argparse.Namespace) -> int:
-    from .config import synthetic_spec
-    from .data.manifest import SYNTHETIC
-    from .data.synthetic import write_synthetic
-
-    spec = synthetic_spec(read_params(args))
-    _generate(args, SYNTHETIC, spec, lambda: write_synthetic(spec, Path(args.out)))
-    return 0
-
-
-def cmd_fashion_mnist_mini(args: argparse.Namespace) -> int:
-    from .config import fashion_mnist_mini_spec
-    from .data.fashion_mnist import write_fashion_mnist_mini
-    from .data.manifest import FASHION_MNIST_MINI
-
-    params = read_params(args)
-    spec = fashion_mnist_mini_spec(params)
-    root = Path((params.get("data") or {}).get("root", "data"))
-    _generate(args, FASHION_MNIST_MINI, spec, lambda: write_fashion_mnist_mini(spec, root, Path(args.out)))
-    return 0
-
-
-def cmd_synthetic_pairs(args: argparse.Namespace) -> int:
-    from .config import pair_spec
-    from .data.manifest import SYNTHETIC_PAIRS
-    from .data.synthetic_pairs import write_synthetic_pairs
-
-    spec = pair_spec(read_params(args))
-    _generate(args, SYNTHETIC_PAIRS, spec, lambda: write_synthetic_pairs(spec, Path(args.out)))
     return 0
 
 

@@ -7,7 +7,8 @@ small ``dvc.lock``: :func:`pipeline_files`) are outputs of this module, never ed
 
 What it writes, one stage family per kind of work:
 
-* the generated data sets (``synthetic``, ``synthetic_pairs``, ``fashion_mnist_mini``);
+* the generated data sets, one stage per folder declared in :data:`isogclr.dataset_specs.GENERATED`
+  (``synthetic``, ``synthetic_pairs``, ``fashion_mnist_mini``);
 * the selection of each tuned method on a validation split (``tune``: ``tuning``; ``tune_bimodal``:
   ``bimodal_tuning``), one stage per method;
 * the grid runs of each table section (``train``: ``table1``; ``train_real``: ``table1_real``;
@@ -47,11 +48,13 @@ from typing import Any
 import yaml
 
 from .code_deps import by_method, module_closure, run_modules
+from .dataset_specs import GENERATED
 from .pipeline_stages import (
     RUN_PARAMS,
     bimodal_inputs,
     bimodal_stage,
     data_deps,
+    data_stage,
     foreach_by_method,
     grid_stage,
     report_stage,
@@ -94,19 +97,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         split = by_method(params, axes["method"], lambda methods: code(entry, methods, datasets))
         return stage if split is None else foreach_by_method(stage, axes, split[1])
 
-    stages: dict[str, Any] = {
-        "synthetic": {"cmd": "python -m isogclr synthetic --out data/synthetic",
-                      "deps": module_closure(("isogclr.data.synthetic",), root),
-                      "params": ["data.synthetic"], "outs": [{"data/synthetic.json": {"cache": False}}]},
-        "synthetic_pairs": {"cmd": "python -m isogclr synthetic-pairs --out data/synthetic_pairs",
-                            "deps": module_closure(("isogclr.data.synthetic_pairs",), root),
-                            "params": ["data.synthetic_pairs"],
-                            "outs": [{"data/synthetic_pairs.json": {"cache": False}}]},
-        "fashion_mnist_mini": {"cmd": "python -m isogclr fashion-mnist-mini --out data/fashion_mnist_mini",
-                               "deps": module_closure(("isogclr.data.fashion_mnist",), root),
-                               "params": ["data.root", "data.fashion_mnist_mini"],
-                               "outs": [{"data/fashion_mnist_mini.json": {"cache": False}}]},
-    }
+    stages: dict[str, Any] = {g.stage: data_stage(g, root) for g in GENERATED.values()}
     for section, stage in TUNE_STAGES.items():
         if section in params:
             spec = params[section]
@@ -153,10 +144,10 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
     if "emc2_convergence" in params:
         from .config.convergence import CONVERGENCE_METHODS, convergence_config
 
+        dataset = convergence_config(params).dataset
         stages["emc2_convergence_runs"] = {
             "cmd": "python -m isogclr convergence --out runs_convergence",
-            "deps": ["data/synthetic.json", *code(CONVERGENCE_ENTRY, list(CONVERGENCE_METHODS),
-                                                  [convergence_config(params).dataset])],
+            "deps": [*data_deps([dataset]), *code(CONVERGENCE_ENTRY, list(CONVERGENCE_METHODS), [dataset])],
             "params": ["data.root", "model", "augment", "methods.simclr", "methods.sogclr", "methods.emc2.beta",
                        "emc2_convergence"],
             "outs": [{"runs_convergence": {"cache": False}}],

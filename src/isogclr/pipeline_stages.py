@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .code_deps import module_closure, notebook_modules
+from .dataset_specs import GENERATED, Generator, source
 from .reports.registry import Report
 
 REPORT_ENTRY = ("isogclr.reports.notebook", "isogclr.reports.notebooks")  # `python -m isogclr report <name>`
@@ -18,11 +19,6 @@ BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # Table 1's first 3 (the t-SNE report tests its claims over them) and the pre-training of the image-text runs' image
 # encoder (bimodal.image_encoder.init reads the first)
 EXPORT_SECTIONS = {"table1": 3, "pretrain": 1}
-# a generated dataset's stage output, by the prefix of the dataset names it provides
-# (a generated folder is a local cache rebuilt from its manifest, data/<name>.json, which is what stages track:
-# isogclr.data.manifest)
-GENERATED_DATA = {"synth": "data/synthetic.json", "fashion_mnist_mini": "data/fashion_mnist_mini.json"}
-
 
 
 def run_outputs(run_dirs: list[str]) -> dict[str, list]:
@@ -39,8 +35,23 @@ def run_outputs(run_dirs: list[str]) -> dict[str, list]:
     }
 
 
+def generated_output(generator: Generator) -> str:
+    """A generated folder's stage output: its manifest ``data/<name>.json`` (the folder is a local cache rebuilt from
+    it: :mod:`isogclr.data.manifest`)."""
+    return f"data/{generator.name}.json"
+
+
 def data_deps(datasets: list[str]) -> list[str]:
-    return sorted({out for d in datasets for prefix, out in GENERATED_DATA.items() if d.startswith(prefix)})
+    """What runs on ``datasets`` read of the pipeline's outputs: the manifests of their generated folders."""
+    return sorted({generated_output(GENERATED[spec.generator]) for spec in map(source, datasets) if spec.generator})
+
+
+def data_stage(generator: Generator, root: Path) -> dict[str, Any]:
+    """The stage of a generated folder: its data command, on the generator's module and params section."""
+    return {"cmd": f"python -m isogclr {generator.command} --out data/{generator.name}",
+            "deps": module_closure((generator.module,), root),
+            "params": [*(["data.root"] if generator.needs_root else []), generator.section],
+            "outs": [{generated_output(generator): {"cache": False}}]}
 
 
 def selection_flag(section: dict[str, Any]) -> tuple[str, list[str]]:
@@ -116,7 +127,7 @@ def bimodal_inputs(params: dict[str, Any]) -> list[str]:
     """What every image-text run reads: the generated pairs, and the pre-trained image encoder when it starts from
     one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
     init = ((params.get("bimodal") or {}).get("image_encoder") or {}).get("init")
-    return ["data/synthetic_pairs.json", *([init] if init else [])]
+    return [generated_output(GENERATED["synthetic_pairs"]), *([init] if init else [])]
 
 
 def bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..config import bimodal_run_id, bimodal_study_spec
+from ..dataset_specs import GENERATED
 from .correlations import at_bound_reason
 from .groups import group_correlation, group_table
 from .preconditions import Check, require, saturated
@@ -35,8 +36,8 @@ from .tables import cell, mean_std
 from .temperatures import frame_bounds, recorded_bounds
 from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
 
-PAPER_COUNTERPART = {"retrieval_a": "MSCOCO", "retrieval_b": "Flickr30K", "synth10": "CIFAR10",
-                     "synth100": "CIFAR100"}
+# the generated pairs' evaluation sets -> the paper's datasets they stand in for (isogclr.dataset_specs.GENERATED)
+PAPER_COUNTERPART = dict(GENERATED["synthetic_pairs"].counterparts)
 RETRIEVAL_METRICS = ("ir_r1", "ir_r5", "ir_r10", "tr_r1", "tr_r5", "tr_r10")
 ZEROSHOT_METRICS = ("top1", "top3", "top5")
 

@@ -4,6 +4,7 @@ use them."""
 
 from __future__ import annotations
 
+from ..dataset_specs import SPECS
 from .rerun import SETTLED
 
 SETTLED_NOTE = (
@@ -71,10 +72,12 @@ def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], h
 
 def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
     """``(training images, classes, pixels per side)`` of a generated or mini dataset of ``params`` (``data:``):
-    synth10 / synth100 take ``per_class`` images of each class, fashion_mnist_mini its ``per_class``; a ``_lt``
-    variant keeps int(n (1/100)^(r / (C - 1))) of the r-th class (imbalance ratio 100, as the data module does)."""
+    synth10 / synth100 take ``per_class`` images of each class, fashion_mnist_mini its ``per_class``; a long-tailed
+    variant (:data:`isogclr.dataset_specs.SPECS`) keeps int(n (1/ratio)^(r / (C - 1))) of the r-th class, as
+    :func:`isogclr.data.base.long_tailed_positions` does."""
     data = params.get("data") or {}
-    base = dataset.removesuffix("_lt")
+    long_tailed = SPECS[dataset] if dataset in SPECS and SPECS[dataset].balanced else None
+    base = dataset if long_tailed is None else long_tailed.balanced
     if base.startswith("synth"):
         classes = int(base.removeprefix("synth"))
         per_class, side = int(data["synthetic"]["per_class"][classes][0]), int(data["synthetic"]["image_size"])
@@ -83,8 +86,9 @@ def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
         side = int(data["fashion_mnist_mini"]["image_size"])
     else:
         raise ValueError(f"no image count for dataset {dataset!r}")
-    if dataset.endswith("_lt"):
-        return sum(int(per_class * 0.01 ** (r / (classes - 1))) for r in range(classes)), classes, side
+    if long_tailed is not None:
+        ratio = 1.0 / long_tailed.imbalance_ratio
+        return sum(int(per_class * ratio ** (r / (classes - 1))) for r in range(classes)), classes, side
     return per_class * classes, classes, side
 
 

@@ -8,20 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..dataset_specs import SPECS
 from ..io import save_text
 
 MISSING = "—"  # a table's missing value in reports/tables/*.md
 FIGURE_METADATA = "isogclr_figure"  # key of an inline figure's output metadata: its file, relative to reports/
 
-# Our dataset -> the paper's dataset it stands in for (same role: balanced / long-tailed, 10 / 100 classes)
-PAPER_COUNTERPART = {
-    "synth10": "CIFAR10", "synth10_lt": "CIFAR10-LT", "synth100": "CIFAR100", "synth100_lt": "CIFAR100-LT",
-    "cifar10": "CIFAR10", "cifar10_lt": "CIFAR10-LT", "cifar100": "CIFAR100", "cifar100_lt": "CIFAR100-LT",
-    "imagenet100": "ImageNet100", "inaturalist": "iNaturalist",
-    # Fashion-MNIST is not in the papers: compared by role with CIFAR10 / CIFAR10-LT (10 classes)
-    "fashion_mnist": "CIFAR10", "fashion_mnist_lt": "CIFAR10-LT",
-    "fashion_mnist_mini": "CIFAR10", "fashion_mnist_mini_lt": "CIFAR10-LT",
-}
+# Our dataset -> the paper's dataset it stands in for (same role: balanced / long-tailed, 10 / 100 classes), as its
+# declaration says (isogclr.dataset_specs.SPECS)
+PAPER_COUNTERPART = {name: spec.counterpart for name, spec in SPECS.items() if spec.counterpart}
 
 
 def paper_numbers(name: str) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Datasets by name (``load_dataset``), the generated synthetic family, and batched augmentations.
 
 Importing the package imports no dataset module: :func:`load_dataset` imports the module of the dataset it loads
-(:data:`~.base.DATASETS`, a table of names to loaders), so a run's code is its own dataset's.
+(:data:`~.base.DATASETS`, names to loaders, derived from the declarations :data:`isogclr.dataset_specs.SPECS`), so
+a run's code is its own dataset's.
 """
 
 from .base import (

@@ -1,5 +1,5 @@
 """In-memory image datasets that return each sample's dataset index, and the registries of them by name
-(:data:`DATASETS`, :data:`STREAMS`).
+(:data:`DATASETS`, :data:`STREAMS`, derived from the declarations :data:`isogclr.dataset_specs.SPECS`).
 
 Per-sample state (s_i, u_i, tau_i) is indexed by the position of a sample in the
 training split, so every dataset returns ``(image, label, index)``; a subset (such as
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from ..dataset_specs import SPECS, source
 from ..registry import Registry
 
 
@@ -110,39 +111,26 @@ def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) ->
 
 Loader = Callable[[Path, str], ImageData]
 
-# name -> its loader ``(root, split) -> ImageData``; ``DATASETS[name]`` imports the loader's module and no other, so a
-# run imports the code of its own dataset only, and the pipeline (:mod:`isogclr.pipeline`) makes a run's stage
-# depend on that module (``DATASETS.module_of(name)``) and no other dataset's
-DATASETS = Registry("dataset", {
-    "cifar10": "isogclr.data.cifar:load_cifar10",
-    "cifar10_lt": "isogclr.data.cifar:load_cifar10_lt",
-    "cifar100": "isogclr.data.cifar:load_cifar100",
-    "cifar100_lt": "isogclr.data.cifar:load_cifar100_lt",
-    "imagenet100": "isogclr.data.folder:load_imagenet100",
-    "fashion_mnist": "isogclr.data.fashion_mnist:load_fashion_mnist_balanced",
-    "fashion_mnist_lt": "isogclr.data.fashion_mnist:load_fashion_mnist_lt",
-    "fashion_mnist_mini": "isogclr.data.fashion_mnist:load_fashion_mnist_mini_balanced",
-    "fashion_mnist_mini_lt": "isogclr.data.fashion_mnist:load_fashion_mnist_mini_lt",
-    "inaturalist": "isogclr.data.inaturalist:load_inaturalist_split",
-    "stl10": "isogclr.data.stl10:load_stl10_unlabeled",
-    "stl10_labeled": "isogclr.data.stl10:load_stl10_labeled",
-    "synth10": "isogclr.data.synthetic:load_synth10",
-    "synth10_lt": "isogclr.data.synthetic:load_synth10_lt",
-    "synth100": "isogclr.data.synthetic:load_synth100",
-    "synth100_lt": "isogclr.data.synthetic:load_synth100_lt",
-})
+# Derived from the declarations of the datasets (isogclr.dataset_specs.SPECS), where a dataset is added.
+# name -> the loader of its data ``(root, split) -> ImageData`` (a long-tailed set's: its balanced set's, which
+# :func:`load_dataset` subsets); ``DATASETS[name]`` imports the loader's module and no other, so a run imports the
+# code of its own dataset only, and the pipeline (:mod:`isogclr.pipeline`) makes a run's stage depend on that module
+# (``DATASETS.module_of(name)``) and no other dataset's
+DATASETS = Registry("dataset", {name: source(name).loader for name in SPECS})
 
 # the datasets too large for memory that stream at ``train.stream.image_size`` (:class:`StreamConfig`): name -> its
 # stream loader ``(root, split, transform, views) -> StreamingImages``; checking ``train.stream`` imports none
-STREAMS = Registry("stream", {
-    "imagenet100": "isogclr.data.streaming:imagenet100_stream",
-    "inaturalist": "isogclr.data.streaming:inaturalist_stream_split",
-})
+STREAMS = Registry("stream", {name: spec.stream for name, spec in SPECS.items() if spec.stream})
 
 
 def load_dataset(name: str, root: Path | str, split: str) -> ImageData:
-    """Load split ``"train"`` or ``"test"`` of the dataset registered as ``name`` from ``root``."""
+    """Load split ``"train"`` or ``"test"`` of the dataset declared as ``name`` from ``root``: its loader's split,
+    and for a long-tailed set the :func:`long_tailed_positions` of its balanced set's training split."""
     DATASETS.target(name)  # KeyError listing the known ones
+    spec = SPECS[name]
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    return DATASETS[name](Path(root), split)
+    data = DATASETS[name](Path(root), split)
+    if spec.balanced is not None and split == "train":
+        data = data.subset(long_tailed_positions(data.labels.numpy(), spec.imbalance_ratio))
+    return data

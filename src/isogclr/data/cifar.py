@@ -6,8 +6,8 @@ The standard python-pickle batches are read from ``<root>/cifar-10-batches-py/``
 ``CIFAR10`` / ``CIFAR100`` classes and ``download=False`` (they check every file's MD5).
 ``cifar100`` also carries the 20 coarse labels as ``superclass``.
 
-Long-tailed train splits keep ``int(n_max * 0.01 ** (c / (C - 1)))`` images of class c
-(imbalance ratio 100, Cao et al. 2019), the first ones in file order:
+Long-tailed train splits keep ``int(n_max * 0.01 ** (c / (C - 1)))`` images of class c (imbalance ratio 100,
+Cao et al. 2019), the first ones in file order (the subset :func:`isogclr.data.base.load_dataset` takes):
 
 >>> sum(int(5000 * 0.01 ** (c / 9)) for c in range(10))  # cifar10_lt train size
 12406
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .base import ImageData, long_tailed_positions
+from .base import ImageData
 
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 FOLDERS = {10: "cifar-10-batches-py", 100: "cifar-100-python"}
@@ -39,6 +39,20 @@ def obtain_hint(root: Path, num_classes: int) -> str:
             f"torchvision.datasets.{cls}('{root}', download=True)")
 
 
+def missing_cifar10(root: Path) -> str | None:
+    """What ``cifar10`` (and ``cifar10_lt``) miss under ``root`` and how to get it; None when present."""
+    return _missing(Path(root), 10)
+
+
+def missing_cifar100(root: Path) -> str | None:
+    return _missing(Path(root), 100)
+
+
+def _missing(root: Path, num_classes: int) -> str | None:
+    path = root / FOLDERS[num_classes]
+    return None if path.is_dir() else f"{path} not found: {obtain_hint(root, num_classes)}"
+
+
 def _unpickle(path: Path) -> dict:
     """A CIFAR pickle (python-2 str keys) with str keys, as torchvision reads it."""
     with open(path, "rb") as f:
@@ -46,7 +60,7 @@ def _unpickle(path: Path) -> dict:
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in entry.items()}
 
 
-def load_cifar(root: Path, split: str, num_classes: int, long_tailed: bool) -> ImageData:
+def load_cifar(root: Path, split: str, num_classes: int) -> ImageData:
     from torchvision.datasets import CIFAR10, CIFAR100
 
     root = Path(root)
@@ -70,30 +84,18 @@ def load_cifar(root: Path, split: str, num_classes: int, long_tailed: bool) -> I
         superclass = np.concatenate([np.asarray(_unpickle(folder / n)["coarse_labels"], dtype=np.int64)
                                      for n in names])
         superclass_names = list(_unpickle(folder / cls.meta["filename"])["coarse_label_names"])
-    positions = np.arange(len(labels))
-    if long_tailed and split == "train":
-        positions = long_tailed_positions(labels, 100.0)
-    idx = torch.from_numpy(positions.astype(np.int64))
     return ImageData(
-        images=images[idx], labels=torch.from_numpy(labels[positions]), class_names=list(ds.classes),
-        source_index=idx,
-        superclass=None if superclass is None else torch.from_numpy(superclass[positions]),
+        images=images, labels=torch.from_numpy(labels), class_names=list(ds.classes),
+        source_index=torch.arange(len(labels), dtype=torch.int64),
+        superclass=None if superclass is None else torch.from_numpy(superclass),
         superclass_names=superclass_names,
     )
 
 
-# the loaders named in isogclr.data.base.DATASETS (the long-tailed ones: the training split's exponential profile)
+# the loaders declared in isogclr.dataset_specs.SPECS (cifar10_lt, cifar100_lt: their training splits' subsets)
 def load_cifar10(root: Path, split: str) -> ImageData:
-    return load_cifar(root, split, 10, False)
-
-
-def load_cifar10_lt(root: Path, split: str) -> ImageData:
-    return load_cifar(root, split, 10, True)
+    return load_cifar(root, split, 10)
 
 
 def load_cifar100(root: Path, split: str) -> ImageData:
-    return load_cifar(root, split, 100, False)
-
-
-def load_cifar100_lt(root: Path, split: str) -> ImageData:
-    return load_cifar(root, split, 100, True)
+    return load_cifar(root, split, 100)

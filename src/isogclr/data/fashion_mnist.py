@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..io import generated_folder, meta_keys, read_json
-from .base import ImageData, long_tailed_positions
+from .base import ImageData
 from .folder import image_folder
 
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -91,27 +91,28 @@ def prepare_raw(root: Path) -> Path:
     return raw
 
 
-def load_fashion_mnist(root: Path, split: str, long_tailed: bool) -> ImageData:
+def load_fashion_mnist(root: Path, split: str) -> ImageData:
     from torchvision.datasets import FashionMNIST
 
     prepare_raw(root)
     ds = FashionMNIST(str(Path(root) / "fashion_mnist"), train=split == "train", download=False)
     images = ds.data.to(torch.uint8).unsqueeze(1).contiguous()  # (N, 1, 28, 28)
     labels = ds.targets.to(torch.int64)
-    positions = np.arange(len(labels))
-    if long_tailed and split == "train":
-        positions = long_tailed_positions(labels.numpy(), 100.0)
-    idx = torch.from_numpy(positions.astype(np.int64))
-    return ImageData(images=images[idx], labels=labels[idx], class_names=list(CLASS_NAMES), source_index=idx)
+    return ImageData(images=images, labels=labels, class_names=list(CLASS_NAMES),
+                     source_index=torch.arange(len(labels), dtype=torch.int64))
 
 
-# the loaders named in isogclr.data.base.DATASETS (the long-tailed one: the training split's exponential profile)
+# the loader declared in isogclr.dataset_specs.SPECS (fashion_mnist_lt: its training split's subset)
 def load_fashion_mnist_balanced(root: Path, split: str) -> ImageData:
-    return load_fashion_mnist(root, split, False)
+    return load_fashion_mnist(root, split)
 
 
-def load_fashion_mnist_lt(root: Path, split: str) -> ImageData:
-    return load_fashion_mnist(root, split, True)
+def missing_fashion_mnist(root: Path) -> str | None:
+    """What ``fashion_mnist`` (and ``fashion_mnist_lt``) miss under ``root`` and how to get it; None when present."""
+    searched = [raw_folder(root), Path(root) / "fashion_mnist", SYSTEM_DIR]
+    if any(all((d / f).is_file() or (d / f"{f}.gz").is_file() for f in FILES) for d in searched):
+        return None
+    return f"Fashion-MNIST not found in {', '.join(map(str, searched))}: install it with `{INSTALL_HINT}`"
 
 
 MINI_FOLDER = "fashion_mnist_mini"
@@ -159,7 +160,7 @@ def _write_subset(spec: FashionMnistMiniSpec, root: Path, tmp: Path) -> dict[str
 
     counts = {}
     for split, per_class in zip(("train", "test"), spec.per_class, strict=True):
-        full = load_fashion_mnist(root, split, long_tailed=False)
+        full = load_fashion_mnist(root, split)
         labels = full.labels.numpy()
         for c, folder in enumerate(CLASS_FOLDERS):
             (tmp / split / folder).mkdir(parents=True)
@@ -172,7 +173,7 @@ def _write_subset(spec: FashionMnistMiniSpec, root: Path, tmp: Path) -> dict[str
     return counts
 
 
-def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageData:
+def load_fashion_mnist_mini(root: Path, split: str) -> ImageData:
     from .decoded import decoded_split
     from .manifest import ensure_tracked
 
@@ -189,15 +190,20 @@ def load_fashion_mnist_mini(root: Path, split: str, long_tailed: bool) -> ImageD
                                                              source="the fashion_mnist_mini stage"))
     data.class_names = list(CLASS_NAMES)
     data.source_index = torch.as_tensor([int(Path(p).stem) for p in data.extra["path"]], dtype=torch.int64)
-    if long_tailed and split == "train":
-        data = data.subset(long_tailed_positions(data.labels.numpy(), 100.0))
     return data
 
 
-# the loaders named in isogclr.data.base.DATASETS (the long-tailed one: the training split's exponential profile)
+# the loader declared in isogclr.dataset_specs.SPECS (fashion_mnist_mini_lt: its training split's subset)
 def load_fashion_mnist_mini_balanced(root: Path, split: str) -> ImageData:
-    return load_fashion_mnist_mini(root, split, False)
+    return load_fashion_mnist_mini(root, split)
 
 
-def load_fashion_mnist_mini_lt(root: Path, split: str) -> ImageData:
-    return load_fashion_mnist_mini(root, split, True)
+def missing_fashion_mnist_mini(root: Path) -> str | None:
+    """None when the subset is on disk (stale or missing with a manifest: rebuilt from the source), else what
+    :func:`missing_fashion_mnist` says of the source."""
+    from .manifest import manifest_path, up_to_date
+
+    mini = Path(root) / MINI_FOLDER
+    if up_to_date(mini) or (mini.is_dir() and not manifest_path(mini).is_file()):
+        return None
+    return missing_fashion_mnist(root)

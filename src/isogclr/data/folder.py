@@ -159,6 +159,13 @@ def imagenet100_split(root: Path | str, split: str) -> tuple[Path, str]:
     return base / ("train" if split == "train" else "val"), hint
 
 
+def missing_imagenet100(root: Path) -> str | None:
+    """What ``imagenet100`` misses under ``root`` and how to get it; None when present."""
+    if (Path(root) / "imagenet100").is_dir() or (Path(root) / "imagenet").is_dir():
+        return None
+    return f"{Path(root) / 'imagenet100'} (or {Path(root) / 'imagenet'}) not found: {IMAGENET_HINT}"
+
+
 def load_imagenet100(root: Path, split: str) -> ImageData:
     """In memory at ``IMAGENET100_SIZE`` pixels (the mini scale); the paper's 224 pixels stream
     (:mod:`isogclr.data.streaming`, ``train.stream`` in params.yaml)."""

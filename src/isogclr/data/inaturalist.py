@@ -35,6 +35,12 @@ def obtain_hint(base: Path) -> str:
     return f"{INATURALIST_HINT} {base}"
 
 
+def missing_inaturalist(root: Path) -> str | None:
+    """What ``inaturalist`` misses under ``root`` and how to get it; None when present."""
+    base = Path(root) / INATURALIST_FOLDER
+    return None if base.is_dir() else f"{base} not found: {obtain_hint(base)}"
+
+
 class Annotations(NamedTuple):
     """One split's annotation file, read: per image (in the file's order) its ``file_name``, label and id."""
 

@@ -31,12 +31,12 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..dataset_specs import GENERATED, Generator
 from ..io import locked, save_json, save_text
-from ..registry import Registry
 
 STAMP = ".manifest-sha256"
 DECODED = ".decoded"  # the folder's splits decoded by its loaders (isogclr.data.decoded): not one of its files
@@ -170,31 +170,8 @@ def stamp_problem(folder: Path | str, manifest: dict[str, Any]) -> str | None:
 # ----------------------------------------------------------------------------------------------- generators
 
 
-@dataclass(frozen=True)
-class Generator:
-    """A generator named in manifests: ``target`` "module:function" writes ``function(spec, [data_root,]
-    out_dir)``, with the spec rebuilt from the manifest by ``module.spec_from_dict``. Imported by name when
-    a folder is rebuilt, so a loader's module does not import the other datasets' generators."""
-
-    target: str  # "module:function", the name stored in manifests
-    command: str  # the CLI command that writes the folder and its manifest
-    stage: str  # the dvc.yaml stage that runs it
-    needs_root: bool = False  # the function reads source files under the data root (Fashion-MNIST)
-
-    def write(self, spec: dict[str, Any], root: Path, out_dir: Path) -> Any:
-        module = self.target.partition(":")[0]
-        spec_obj = Registry.load(f"{module}:spec_from_dict")(spec)
-        args = (spec_obj, Path(root), Path(out_dir)) if self.needs_root else (spec_obj, Path(out_dir))
-        return Registry.load(self.target)(*args)
-
-
-SYNTHETIC = Generator("isogclr.data.synthetic:write_synthetic", "synthetic", "synthetic")
-SYNTHETIC_PAIRS = Generator("isogclr.data.synthetic_pairs:write_synthetic_pairs", "synthetic-pairs",
-                            "synthetic_pairs")
-FASHION_MNIST_MINI = Generator("isogclr.data.fashion_mnist:write_fashion_mnist_mini", "fashion-mnist-mini",
-                               "fashion_mnist_mini", needs_root=True)
-GENERATORS = {g.target: g for g in (SYNTHETIC, SYNTHETIC_PAIRS, FASHION_MNIST_MINI)}
-BY_DATASET = {"synthetic": SYNTHETIC, "synthetic_pairs": SYNTHETIC_PAIRS, "fashion_mnist_mini": FASHION_MNIST_MINI}
+# the generators named in manifests, by target (the generated folders are declared in isogclr.dataset_specs.GENERATED)
+GENERATORS = {g.target: g for g in GENERATED.values()}
 
 
 def spec_dict(spec: Any) -> dict[str, Any]:
@@ -223,10 +200,10 @@ def write_manifest(name: str, folder: Path | str, spec: dict[str, Any], path: Pa
     """Hash ``folder``, write the manifest ``path`` (atomically) and the stamp inside ``folder``; return the
     manifest. ``generator`` (a :class:`Generator` or its target) defaults to the one of dataset ``name``."""
     if generator is None:
-        if name not in BY_DATASET:
-            raise ValueError(f"write_manifest: no default generator for dataset {name!r} ({sorted(BY_DATASET)}); "
+        if name not in GENERATED:
+            raise ValueError(f"write_manifest: no default generator for dataset {name!r} ({sorted(GENERATED)}); "
                              "pass generator=")
-        generator = BY_DATASET[name]
+        generator = GENERATED[name]
     target = generator.target if isinstance(generator, Generator) else str(generator)
     if target not in GENERATORS:
         raise ValueError(f"write_manifest: unknown generator {target!r} (known: {sorted(GENERATORS)})")
@@ -311,7 +288,7 @@ def _ensure(name: str, root: Path, quiet: bool, why: str = "") -> tuple[Path, st
     folder, path = root / name, root / f"{name}.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the manifest of the generated dataset {folder} is written "
-                                f"by {_command(BY_DATASET.get(name), name, root)}")
+                                f"by {_command(GENERATED.get(name), name, root)}")
     manifest = read_manifest(path)
     digest = manifest["sha256"]
     if stamp_problem(folder, manifest) is None:

@@ -35,6 +35,12 @@ def obtain_hint(root: Path) -> str:
             f"torchvision.datasets.STL10('{root}', download=True)")
 
 
+def missing_stl10(root: Path) -> str | None:
+    """What ``stl10`` and ``stl10_labeled`` miss under ``root`` and how to get it; None when present."""
+    path = Path(root) / STL10_FOLDER
+    return None if path.is_dir() else f"{path} not found: {obtain_hint(root)}"
+
+
 def load_stl10(root: Path, split: str, unlabeled: bool) -> ImageData:
     """Split ``"train"`` (``"train+unlabeled"`` if ``unlabeled``) or ``"test"`` of STL-10."""
     from torchvision.datasets import STL10

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from ..io import generated_folder, meta_keys
-from .base import ImageData, long_tailed_positions
+from .base import ImageData
 from .folder import image_folder
 
 LOBES = ["trefoil", "quatrefoil", "cinquefoil", "sexfoil", "septfoil"]
@@ -242,35 +242,23 @@ def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd
     return data, attributes
 
 
-def load_synthetic(root: Path, split: str, num_classes: int, long_tailed: bool) -> ImageData:
+def load_synthetic(root: Path, split: str, num_classes: int) -> ImageData:
     data, attributes = _load_split(root, num_classes, split)
-    positions = np.arange(len(data))
-    if long_tailed and split == "train":
-        positions = long_tailed_positions(data.labels.numpy(), 100.0)
-    extra = {k: attributes[k].to_numpy()[positions] for k in attributes.columns if k != "fine_label"}
     return ImageData(
-        images=data.images[positions],
-        labels=data.labels[positions],
+        images=data.images,
+        labels=data.labels,
         class_names=class_names(num_classes),
-        source_index=torch.from_numpy(positions.astype(np.int64)),
-        superclass=torch.from_numpy(attributes["superclass"].to_numpy()[positions].astype(np.int64)),
+        source_index=torch.arange(len(data), dtype=torch.int64),
+        superclass=torch.from_numpy(attributes["superclass"].to_numpy().astype(np.int64)),
         superclass_names=superclass_names(),
-        extra=extra,
+        extra={k: attributes[k].to_numpy() for k in attributes.columns if k != "fine_label"},
     )
 
 
-# the loaders named in isogclr.data.base.DATASETS (the long-tailed ones: the training split's exponential profile)
+# the loaders declared in isogclr.dataset_specs.SPECS (synth10_lt, synth100_lt: their training splits' subsets)
 def load_synth10(root: Path, split: str) -> ImageData:
-    return load_synthetic(root, split, 10, False)
-
-
-def load_synth10_lt(root: Path, split: str) -> ImageData:
-    return load_synthetic(root, split, 10, True)
+    return load_synthetic(root, split, 10)
 
 
 def load_synth100(root: Path, split: str) -> ImageData:
-    return load_synthetic(root, split, 100, False)
-
-
-def load_synth100_lt(root: Path, split: str) -> ImageData:
-    return load_synthetic(root, split, 100, True)
+    return load_synthetic(root, split, 100)

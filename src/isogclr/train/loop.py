@@ -44,6 +44,7 @@ from ..config import RunConfig
 from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
 from ..data.splits import validation_split
+from ..dataset_specs import SPECS
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features, linear_probe
 from ..io import csv_text, save_json, save_text, save_torch
@@ -208,7 +209,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
         return metrics
     # Figure 5's input: the train features of a run with learned temperatures on a long-tailed set (the figure marks
     # the rare classes' tau); a balanced set's 20,000 train features would add 5 MB a run for no figure
-    export_train = export and "tau" in task.loss_fn.temperatures() and cfg.dataset.endswith("_lt")
+    export_train = export and "tau" in task.loss_fn.temperatures() and SPECS[cfg.dataset].balanced is not None
     evaluation = evaluate_encoder(task.model, train_eval, test_data, cfg, device, features_to=out_dir, export=export,
                            export_train=export_train)
     metrics.update(evaluation)
