@@ -51,7 +51,9 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from isogclr.analysis.power import seeds_for_median_mde
 from isogclr.analysis.stats import MAX_SEEDS, min_detectable_effect
-from isogclr.config import load_params, run_config, with_selection
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
+from isogclr.config.tuning import with_selection
 from isogclr.data.base import load_dataset
 from isogclr.io import csv_text, save_json, save_text
 from isogclr.train import distributed

@@ -9,7 +9,11 @@ import json
 
 import pytest
 
-from isogclr.config import ConfigError, load_params, run_config, tuning_candidates, validate_params, with_selection
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
+from isogclr.config.tuning import tuning_candidates, with_selection
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 
 from .conftest import ROOT
 

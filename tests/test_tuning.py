@@ -8,14 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from isogclr.config import (
-    ConfigError,
-    run_config,
-    tuning_candidates,
-    tuning_run_config,
-    validate_params,
-    with_selection,
-)
+from isogclr.config.core import run_config
+from isogclr.config.tuning import tuning_candidates, tuning_run_config, with_selection
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 from isogclr.data.splits import validation_positions
 
 
@@ -232,7 +228,7 @@ def test_bimodal_selection_trains_on_held_out_pairs_and_never_reads_a_test_set(p
 
 
 def test_bimodal_runs_and_the_selection_sections_are_validated(smoke_params):
-    from isogclr.config import bimodal_runs
+    from isogclr.config.bimodal import bimodal_runs
 
     params = copy.deepcopy(smoke_params)
     assert bimodal_runs(params) == {"clip": (0,), "sogclr_bimodal": (0,), "isogclr_bimodal": (0,), "cyclip": (0,),

@@ -12,7 +12,8 @@ from pathlib import Path
 
 def read_params(args: argparse.Namespace) -> dict:
     """``--params`` loaded and validated (every key, name and seed included): how every command reads it."""
-    from .config import load_params, validate_params
+    from .config.profiles import load_params
+    from .config.validate import validate_params
 
     params = load_params(args.params)
     validate_params(params)
@@ -37,7 +38,7 @@ def name_arg(text: str) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .config import missing_datasets
+    from .config.validate import missing_datasets
 
     params = read_params(args)
     missing = [] if args.skip_data else missing_datasets(params)
@@ -66,7 +67,8 @@ def device_warnings(params: dict) -> list[str]:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from .config import check_profiles, differences, load_params, profile_text, validate_params
+    from .config.profiles import check_profiles, differences, load_params, profile_text
+    from .config.validate import validate_params
     from .io import save_text
 
     if args.check:  # every profile merges, validates and changes only what its overlay names; params.yaml vs mini
@@ -98,7 +100,7 @@ def _generate(args: argparse.Namespace, kind: str, spec, write) -> None:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> int:
-    from .config import synthetic_spec
+    from .config.datasets import synthetic_spec
     from .data.manifest import SYNTHETIC
     from .data.synthetic import write_synthetic
 
@@ -108,7 +110,7 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
 
 
 def cmd_fashion_mnist_mini(args: argparse.Namespace) -> int:
-    from .config import fashion_mnist_mini_spec
+    from .config.datasets import fashion_mnist_mini_spec
     from .data.fashion_mnist import write_fashion_mnist_mini
     from .data.manifest import FASHION_MNIST_MINI
 
@@ -120,7 +122,7 @@ def cmd_fashion_mnist_mini(args: argparse.Namespace) -> int:
 
 
 def cmd_synthetic_pairs(args: argparse.Namespace) -> int:
-    from .config import pair_spec
+    from .config.bimodal import pair_spec
     from .data.manifest import SYNTHETIC_PAIRS
     from .data.synthetic_pairs import write_synthetic_pairs
 
@@ -147,7 +149,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     """One run, or several in one process (a grid run at several seeds; a study's values x seeds)."""
     import yaml
 
-    from .config import ConfigError, run_config, study_run_config, study_spec, with_selection
+    from .config.core import run_config
+    from .config.studies import study_run_config, study_spec
+    from .config.tuning import with_selection
+    from .config.typed import ConfigError
     from .train.loop import train_run
 
     params = read_params(args)
@@ -175,7 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_references(args: argparse.Namespace) -> int:
     """The no-learning rows of a dataset (chance, raw pixels, random-init encoders): <out>/<dataset>/metrics.json."""
-    from .config import references_spec, run_config
+    from .config.core import run_config
+    from .config.sections import references_spec
     from .train.references import no_learning
 
     params = read_params(args)
@@ -187,7 +193,7 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .config import tuning_section
+    from .config.tuning import tuning_section
     from .train.tuning import tune_method
 
     params = read_params(args)
@@ -203,7 +209,9 @@ def cmd_train_bimodal(args: argparse.Namespace) -> int:
     """Image-text runs: a method at several seeds one after the other in one process, or one study run."""
     import yaml
 
-    from .config import ConfigError, bimodal_run_config, bimodal_study_run_config, bimodal_study_spec, with_selection
+    from .config.bimodal import bimodal_run_config, bimodal_study_run_config, bimodal_study_spec
+    from .config.tuning import with_selection
+    from .config.typed import ConfigError
     from .train.bimodal import train_bimodal_run
 
     params = read_params(args)

@@ -137,7 +137,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
             stages["train_bimodal_side"] = bimodal_stage("side_methods", side_seeds, False,
                                                           code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
-    from .config import study_reports
+    from .config.studies import study_reports
 
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
@@ -163,7 +163,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         }
     unknown = sorted(set(reads_study) - set(REPORTS))
     if unknown:
-        from .config import ConfigError
+        from .config.typed import ConfigError
 
         raise ConfigError(f"studies.*.report: unknown report(s) {unknown} (reports: {sorted(REPORTS)})")
     for name, report in REPORTS.items():
@@ -242,7 +242,8 @@ def render(params: dict[str, Any], root: Path = Path(".")) -> dict[str, str]:
 def main(params_path: str = "params.yaml", out: str = "dvc.yaml", check: bool = False) -> int:
     """Write the pipeline files beside ``out`` (or, with ``check``, report whether they differ);
     exit code 1 when one is stale. Family files of families no longer in params.yaml are removed."""
-    from .config import load_params, validate_params
+    from .config.profiles import load_params
+    from .config.validate import validate_params
 
     params = load_params(params_path)
     validate_params(params)

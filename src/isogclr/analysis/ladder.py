@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import pretraining_epochs, run_id, study_spec
+from ..config.core import run_id
+from ..config.studies import pretraining_epochs, study_spec
 from .stats import paired_differences, t_interval
 from .studies import check_differs_only, studies_read_by, study_run_path
 from .tables import MISSING, PAPER_COUNTERPART, paper_numbers

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import study_reports, study_run_dir, study_spec
+from ..config.studies import study_reports, study_run_dir, study_spec
 
 
 def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None) -> list[str]:

@@ -28,7 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, method_settings, selection_path, tuning_spec
+from ..config.sections import method_settings
+from ..config.tuning import TUNING_DIR, TUNING_SECTIONS, selection_path, tuning_spec
+from ..config.typed import ConfigError
 from .stats import t_interval
 from .tables import MISSING
 

@@ -65,8 +65,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import timing
-from ..config import CONVERGENCE_METHODS as METHODS
-from ..config import ConvergenceConfig, convergence_config, convergence_study
+from ..config.convergence import CONVERGENCE_METHODS as METHODS
+from ..config.convergence import ConvergenceConfig, convergence_config, convergence_study
 from ..data import keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective

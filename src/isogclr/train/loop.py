@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
-from ..config import RunConfig
+from ..config.core import RunConfig
 from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
 from ..data.splits import validation_split

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import (
+from ..config.tuning import (
     TUNING_DIR,
     TUNING_SECTIONS,
     TuningSpec,
