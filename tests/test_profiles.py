@@ -165,8 +165,8 @@ def test_dvc_exp_run_set_changes_the_runs_it_names(tmp_path, smoke_params, key, 
     selected.parent.mkdir(parents=True)
     searched = search_points(params["methods"][method]["search"], key)[0]
     selected.write_text(json.dumps({"knobs": {k: candidate["method"]["kwargs"][k] for k in searched}}))
-    from isogclr.config.tuning import with_selection
+    from isogclr.config.selection import with_selection
 
-    tuned = run_config(with_selection(params, method, tmp_path / "tuning"), method, "synth10", 0)
+    tuned = with_selection(params, run_config(params, method, "synth10", 0), tmp_path / "tuning")
     assert tuned.method.kwargs[knob] == expected
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from isogclr.config.core import run_config
-from isogclr.config.tuning import tuning_candidates, tuning_run_config, with_selection
+from isogclr.config.selection import with_selection
+from isogclr.config.tuning import tuning_candidates, tuning_run_config
 from isogclr.config.typed import ConfigError
 from isogclr.config.validate import validate_params
 from isogclr.data.splits import validation_positions
@@ -103,11 +104,11 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
     tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")  # a stage resumes
     assert len(trained) == 2
 
-    tuned = with_selection(params, "simclr", tmp_path / "tuning")
-    assert run_config(tuned, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3
+    tuned = with_selection(params, run_config(params, "simclr", "synth10", 0), tmp_path / "tuning")
+    assert tuned.method.kwargs["tau"] == 0.3
     assert run_config(params, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3  # untuned: candidate 1
     with pytest.raises(ConfigError, match=r"tuning/isogclr/selected.json: not found.*tune@isogclr"):
-        with_selection(params, "isogclr", tmp_path / "tuning")
+        with_selection(params, run_config(params, "isogclr", "synth10", 0), tmp_path / "tuning")
 
 
 def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smoke_data, tmp_path):
@@ -139,8 +140,8 @@ def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smok
     selection = tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")
     assert selection["knobs"] == {"tau": 0.2, "lr": 0.5}
     assert (tmp_path / "tuning" / "simclr" / "candidates.csv").read_text().splitlines()[1] == "0,0.2,9.0,0,nan"
-    tuned = with_selection(params, "simclr", tmp_path / "tuning")
-    assert run_config(tuned, "simclr", "synth10_lt", 3).optimizer.lr == 0.5
+    tuned = with_selection(params, run_config(params, "simclr", "synth10_lt", 3), tmp_path / "tuning")
+    assert tuned.optimizer.lr == 0.5
 
     def diverges(cfg, out, ckpt, **kwargs):
         raise TrainingDiverged("non-finite loss")

@@ -149,19 +149,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     """One run, or several in one process (a grid run at several seeds; a study's values x seeds)."""
     import yaml
 
-    from .config.core import run_config
+    from .config.selection import grid_run_config
     from .config.studies import study_run_config, study_spec
-    from .config.tuning import with_selection
     from .config.typed import ConfigError
     from .train.loop import train_run
 
-    params = read_params(args)
-    if args.tuned:  # the method's knobs selected on the validation split (tuning/<method>/selected.json)
-        params = with_selection(params, args.method)
+    params = read_params(args)  # --tuned: at the method's knobs selected on the validation split (tuning/<method>)
     if args.study is None:
         if args.dataset is None or args.value is not None or not args.seed:
             raise ConfigError("train: give --dataset and --seed (a grid run), or --study (a study's runs)")
-        configs, out = [run_config(params, args.method, args.dataset, seed) for seed in args.seed], Path(args.out)
+        configs = [grid_run_config(params, args.method, args.dataset, seed, args.tuned) for seed in args.seed]
+        out = Path(args.out)
     else:
         if args.dataset is not None:
             raise ConfigError(f"studies.{args.study}: the study sets its own dataset (no --dataset)")
@@ -169,7 +167,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if spec.tuned and not args.tuned:
             raise ConfigError(f"studies.{args.study}.tuned: its runs use the selection; add --tuned")
         values = spec.values if args.value is None else [yaml.safe_load(args.value)]
-        configs = [study_run_config(params, args.study, args.method, value, seed)
+        configs = [study_run_config(params, args.study, args.method, value, seed, args.tuned)
                    for value in values for seed in (args.seed or spec.seeds)]
         out = Path("studies")
     for cfg in configs:
@@ -210,22 +208,20 @@ def cmd_train_bimodal(args: argparse.Namespace) -> int:
     import yaml
 
     from .config.bimodal import bimodal_run_config, bimodal_study_run_config, bimodal_study_spec
-    from .config.tuning import with_selection
     from .config.typed import ConfigError
     from .train.bimodal import train_bimodal_run
 
-    params = read_params(args)
-    if args.tuned:  # the method's knobs selected on held-out training pairs (tuning/<method>/selected.json)
-        params = with_selection(params, args.method)
+    params = read_params(args)  # --tuned: at the method's knobs selected on held-out training pairs (tuning/<method>)
     if (args.study is None) != (args.value is None):
         raise ConfigError("train-bimodal: give both --study and --value (a study run) or neither")
     if args.study is None:
-        configs, out = [bimodal_run_config(params, args.method, seed) for seed in args.seed], Path(args.out)
+        configs = [bimodal_run_config(params, args.method, seed, args.tuned) for seed in args.seed]
+        out = Path(args.out)
     else:
         if bimodal_study_spec(params, args.study).tuned and not args.tuned:
             raise ConfigError(f"bimodal_studies.{args.study}.tuned: its runs use the selection; add --tuned")
-        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed)
-                   for seed in args.seed]
+        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed,
+                                            args.tuned) for seed in args.seed]
         out = Path("studies")
     for cfg in configs:
         train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}",

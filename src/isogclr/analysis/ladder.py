@@ -5,7 +5,7 @@ A ladder is a one-knob study (``studies.<name>`` in params.yaml) with ``knob: tr
 budget for free (:func:`table1_budget`, the one place of that rule): when the ladder's dataset is in
 ``table1.datasets`` (or ``table1_real.datasets``), that section's seeds include all the ladder's seeds and its
 methods include all the ladder's methods, the runs ``runs/<method>-<dataset>-s<seed>/`` are the point at
-:func:`isogclr.config.pretraining_epochs` epochs (unless the ladder has that budget itself).
+:func:`isogclr.config.studies.pretraining_epochs` epochs (unless the ladder has that budget itself).
 
 The statistics are those of every report (:mod:`.stats`, :mod:`.verdicts`): per budget, the mean over seeds
 with its 95% Student-t interval; iSogCLR's gaps paired by seed; the Spearman correlation of the learned

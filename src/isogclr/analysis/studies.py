@@ -1,6 +1,6 @@
 """Read the one-knob studies (``studies`` in params.yaml) back from their run directories.
 
-A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.study_run_dir`)
+A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.studies.study_run_dir`)
 with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
 A missing run is an error naming the command that produces it: a table must come from runs.
 Nothing read here holds wall clock: the runs' times are in the timing record ``timing.csv`` (:mod:`isogclr.timing`),

@@ -8,7 +8,7 @@ names instead: they become folder names (``runs/<method>-<dataset>-s<seed>``, ``
 ``tuning/<method>/``), so each must be a plain name (:func:`check_name`). Every seed (``seed``, ``seeds``,
 ``side_seeds``, ``random_inits``) is a non-negative integer.
 
-Called first by :func:`isogclr.config.validate_params`, which every command that reads params.yaml runs. The
+Called first by :func:`isogclr.config.validate.validate_params`, which every command that reads params.yaml runs. The
 sections' config classes are imported when the keys are first checked, so that :func:`check_name` (the command
 line's check of the names it is given) costs what :mod:`.core` costs.
 """
