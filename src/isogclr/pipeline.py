@@ -63,11 +63,12 @@ from .reports.registry import REPORTS
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
 # every command runs it first, and it can refuse a run but not change its numbers.
-# a grid section's runs (Table 1 and its kin: a run config, the selection when tuned) and a study's runs (the same,
-# resolved through the study's overrides)
-GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.tuning")
+# a grid section's runs (Table 1 and its kin: a run config, the selection when tuned: config.selection) and a
+# study's runs (the same, resolved through the study's overrides); an image-text run (config.bimodal, which reads
+# its selection through config.selection too)
+GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.selection")
 TRAIN_ENTRY = (*GRID_ENTRY, "isogclr.config.studies")
-BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
+BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal")
 REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.sections")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
 
