@@ -50,7 +50,7 @@ def test_a_study_overlay_of_a_bad_key_or_value_fails_naming_it(smoke_params):
     spec = params["studies"][study]
     method, value = spec["methods"][0], spec["values"][0]
     for knob, match in (("model.encoder.widht", r"studies.{s}.knob: model.encoder.widht: unknown key of model.encoder"),
-                        ("nothing.here", r"studies.{s}.knob: nothing.here: not a setting of a run"),
+                        ("nothing.here", r"studies.{s}.knob: nothing is not a section of params.yaml"),
                         ("methods.{method}.rho.x", r"studies.{s}.knob: methods.\w+.rho.x: expected methods.<m")):
         bad = copy.deepcopy(params)
         bad["studies"][study]["knob"] = knob

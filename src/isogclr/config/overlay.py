@@ -70,7 +70,8 @@ def _section(cfg: Any, key: str, sections: dict[str, str]) -> tuple[str, str]:
     for prefix in sorted(sections, key=len, reverse=True):
         if key == prefix or key.startswith(prefix + "."):
             return prefix, sections[prefix]
-    raise ConfigError(f"{key}: not a setting of a run (settable: {sorted(sections)} and methods.<method>.<knob>)")
+    raise ConfigError(f"{key.split('.')[0]} is not a section of params.yaml that a run reads (key {key!r}; "
+                      f"settable: {sorted(sections)} and methods.<method>.<knob>)")
 
 
 def apply_setting(cfg: Any, key: str, value: Any, where: str, sections: dict[str, str] = RUN_SECTIONS) -> Any:
