@@ -24,7 +24,8 @@ from typing import Any
 
 from ..data import DATASETS
 from ..losses import LOSSES
-from .core import LR, PIN, SEARCH, TABLE_SECTIONS, UNTUNED
+from .core import PIN, SEARCH, TABLE_SECTIONS, UNTUNED
+from .overlay import LR
 from .typed import ConfigError, check_seed
 
 # a name that becomes a folder name: no separator, no leading dot, no "..", no space

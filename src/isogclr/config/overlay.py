@@ -65,8 +65,8 @@ def check_loss(method, origin: str = "") -> None:
         raise ConfigError(f"{origin}methods.{method.name}: {err}") from err
 
 
-def _section(cfg: Any, key: str, sections: dict[str, str]) -> tuple[str, str]:
-    """The prefix of ``key`` that names a section of ``cfg`` (the longest), and the field that holds it."""
+def _section(key: str, sections: dict[str, str]) -> tuple[str, str]:
+    """The prefix of ``key`` that names a section of a run config (the longest), and the field that holds it."""
     for prefix in sorted(sections, key=len, reverse=True):
         if key == prefix or key.startswith(prefix + "."):
             return prefix, sections[prefix]
@@ -88,7 +88,7 @@ def apply_setting(cfg: Any, key: str, value: Any, where: str, sections: dict[str
             if name != cfg.method.name:  # another method's setting (train.by_dataset holds every method's)
                 return cfg
             return method_rate(dataclasses.replace(cfg, method=with_knobs(cfg.method, {knob: value})))
-        prefix, field = _section(cfg, key, sections)
+        prefix, field = _section(key, sections)
         current = getattr(cfg, field)
         if not dataclasses.is_dataclass(current):  # a plain value (data.root), or a section the run leaves unset
             if key != prefix or current is None:

@@ -1,9 +1,9 @@
-"""The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces, candidate runs, and
-the selection the tuned runs read.
+"""The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces and candidate runs (the
+tuned runs read the selection through :mod:`.selection`).
 
 The image-text config (:mod:`.bimodal`) is imported through a registry (:data:`IMAGE_TEXT`) when a
-``bimodal_tuning`` method is used, so that a unimodal run, which reads its selection here, imports no image-text code
-and its pipeline stage does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
+``bimodal_tuning`` method is used, so that a unimodal selection imports no image-text code and its pipeline stage
+does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
 """
 
 from __future__ import annotations
