@@ -29,7 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from isogclr.config import load_params, run_config
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
 from isogclr.data.base import ImageData, long_tailed_positions
 from isogclr.data.synthetic import SyntheticSpec, class_names, generate_split
 from isogclr.models import ContrastiveModel

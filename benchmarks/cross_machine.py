@@ -30,7 +30,9 @@ import pandas as pd
 from isogclr.analysis.table1 import longtail_gain_verdict, no_learning_floors, table1_verdicts
 from isogclr.analysis.tables import collect_runs
 from isogclr.analysis.testbed import reference_runs
-from isogclr.config import load_params, run_id, table_spec
+from isogclr.config.core import run_id
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import table_spec
 from isogclr.io import csv_text, save_text
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from isogclr.analysis.stats import paired_differences, t_interval
-from isogclr.config import load_params
+from isogclr.config.profiles import load_params
 from isogclr.io import csv_text, save_text
 from isogclr.losses.registry import build_loss
 from isogclr.train.loop import train_run

@@ -51,7 +51,9 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from isogclr.analysis.power import seeds_for_median_mde
 from isogclr.analysis.stats import MAX_SEEDS, min_detectable_effect
-from isogclr.config import load_params, run_config, with_selection
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
+from isogclr.config.selection import with_selection
 from isogclr.data.base import load_dataset
 from isogclr.io import csv_text, save_json, save_text
 from isogclr.train import distributed
@@ -81,9 +83,9 @@ SETTINGS = {
 
 
 def setting_params(params: dict, setting: str, method: str, dataset: str) -> tuple[dict, float | None, float | None]:
-    """params.yaml with the setting applied and the method's committed selection; (params, warm-up fraction,
-    gradient-clip norm)."""
-    out = with_selection(copy.deepcopy(params), method)
+    """params.yaml with the setting applied (the runs take the method's committed selection over it, as a typed
+    overlay: :func:`with_selection`); (params, warm-up fraction, gradient-clip norm)."""
+    out = copy.deepcopy(params)
     fraction = clip = None
     for key, value in SETTINGS[setting].items():
         if key == "epochs_scale":
@@ -110,7 +112,7 @@ def train_one(params: dict, setting: str, method: str, dataset: str, seed: int, 
               snapshots: bool) -> tuple[dict, torch.Tensor | None]:
     """One run of the setting; its validation scores (raw and EMA weights), cost and per-epoch losses."""
     p, warmup_fraction, clip = setting_params(params, setting, method, dataset)
-    cfg = run_config(p, method, dataset, seed)
+    cfg = with_selection(p, run_config(p, method, dataset, seed))
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, eval_every=0))
     train = load_dataset(dataset, cfg.data_root, "train")
     val = synthetic_split(3, VALIDATION_PER_CLASS, train.images.shape[-1], False)
@@ -309,7 +311,7 @@ def floors(params: dict, runs: Path) -> dict[str, float]:
         return json.loads(path.read_text())
     out = {}
     for dataset in DATASETS:
-        cfg = run_config(with_selection(copy.deepcopy(params), "simclr"), "simclr", dataset, 0)
+        cfg = with_selection(params, run_config(params, "simclr", dataset, 0))
         train = load_dataset(dataset, cfg.data_root, "train")
         val = synthetic_split(3, VALIDATION_PER_CLASS, train.images.shape[-1], False)
         out[dataset] = round(raw_pixel_probe(train, val, cfg), 2)

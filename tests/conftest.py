@@ -28,7 +28,7 @@ def _timing_record(tmp_path):
 
 @pytest.fixture(scope="session")
 def smoke_params() -> dict:
-    from isogclr.config import load_params
+    from isogclr.config.profiles import load_params
 
     return load_params(ROOT / "profiles" / "smoke.yaml")  # an overlay of the mini profile, merged
 
@@ -36,7 +36,7 @@ def smoke_params() -> dict:
 @pytest.fixture(scope="session")
 def smoke_data(tmp_path_factory, smoke_params) -> Path:
     """The smoke profile's synthetic data, generated once per session; returns the data root."""
-    from isogclr.config import synthetic_spec
+    from isogclr.config.datasets import synthetic_spec
     from isogclr.data.synthetic import write_synthetic
 
     root = tmp_path_factory.mktemp("data")

@@ -28,7 +28,7 @@ from isogclr.analysis.ladder import (
 )
 from isogclr.analysis.stats import t_interval
 from isogclr.analysis.tuning import candidates_table, selection_margin, selection_table
-from isogclr.config import study_reports
+from isogclr.config.studies import study_reports
 
 from .conftest import ROOT
 

@@ -17,7 +17,8 @@ from isogclr.analysis.table1 import (
     with_references,
 )
 from isogclr.analysis.tables import mean_std
-from isogclr.config import ConfigError, TableSpec
+from isogclr.config.sections import TableSpec
+from isogclr.config.typed import ConfigError
 
 SPEC = TableSpec(methods=("simclr", "sogclr", "isogclr"), datasets=("synth10_lt",), seeds=(0, 1, 2))
 PAPER = pd.DataFrame({"method": ["simclr", "sogclr", "isogclr", "barlow_twins", "tau_simclr"],

@@ -31,7 +31,7 @@ FILES = ("metrics.json", "train_log.csv", "artifacts/tau.csv", "artifacts/config
 def _worker(rank: int, world: int, params: dict, captions: str, out: str, ckpt: str, port: int,
             kill_at: int) -> None:
     torchrun_env(rank, world, port)
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.data.base import StreamConfig
     from isogclr.models.bimodal import build_tokenizer
     from isogclr.train import bimodal, engine

@@ -9,7 +9,10 @@ import sys
 import pytest
 import yaml
 
-from isogclr.config import ConfigError, load_params, run_config, validate_params
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 
 from .conftest import ROOT
 
@@ -87,7 +90,7 @@ def test_epochs_by_dataset_overrides_epochs(smoke_params):
 
 
 def test_study_run_config_sets_the_knob_and_overrides(smoke_params):
-    from isogclr.config import study_run_config
+    from isogclr.config.studies import study_run_config
 
     params = copy.deepcopy(smoke_params)
     params["train"]["epochs_by_dataset"] = {"synth10_lt": 9}
@@ -106,7 +109,7 @@ def test_a_study_of_a_state_knob_at_one_epoch_is_refused(smoke_params, study, me
     """At one epoch every visit is a first visit, which is the same at every value of a state knob (the mini
     profile's rho and gamma studies once gave 17.73 and 15.99 at every value): a study whose overrides set one
     epoch is refused before any run."""
-    from isogclr.config import study_run_config
+    from isogclr.config.studies import study_run_config
 
     params = copy.deepcopy(smoke_params)
     params["studies"][study]["overrides"] = {"train.epochs": 1}
@@ -155,7 +158,7 @@ def test_cli_study_value_must_be_in_the_study(tmp_path, smoke_params):
 
 
 def test_bimodal_study_run_config_sets_the_knob(smoke_params):
-    from isogclr.config import bimodal_study_run_config
+    from isogclr.config.bimodal import bimodal_study_run_config
 
     params = copy.deepcopy(smoke_params)
     params["bimodal_studies"]["bimodal_epochs"].update(values=[1, 4], overrides={"bimodal.batch_size": 16})
@@ -179,7 +182,7 @@ def test_cli_bimodal_study_needs_a_value(tmp_path, smoke_params):
 
 
 def test_table_spec_reads_a_table_section(smoke_params):
-    from isogclr.config import TableSpec, table_spec
+    from isogclr.config.sections import TableSpec, table_spec
 
     spec = table_spec(copy.deepcopy(smoke_params), "table1")
     raw = smoke_params["table1"]
@@ -208,7 +211,7 @@ def test_table_spec_reads_a_table_section(smoke_params):
     ("table3", lambda t: t.update(seed=[0]), "table3.seed"),  # a misspelt key is not silently ignored
 ])
 def test_table_spec_names_the_bad_key(smoke_params, section, edit, key):
-    from isogclr.config import table_spec
+    from isogclr.config.sections import table_spec
 
     params = copy.deepcopy(smoke_params)
     edit(params[section])
@@ -218,14 +221,14 @@ def test_table_spec_names_the_bad_key(smoke_params, section, edit, key):
 
 
 def test_table_spec_only_reads_table_sections(smoke_params):
-    from isogclr.config import table_spec
+    from isogclr.config.sections import table_spec
 
     with pytest.raises(ConfigError, match="^temperatures: not a table section"):
         table_spec(smoke_params, "temperatures")
 
 
 def test_temperature_spec_reuses_table1_seeds(smoke_params):
-    from isogclr.config import TemperatureSpec, temperature_spec
+    from isogclr.config.sections import TemperatureSpec, temperature_spec
 
     params = copy.deepcopy(smoke_params)
     params["table1"]["seeds"] = [3, 1]
@@ -245,7 +248,7 @@ def test_temperature_spec_reuses_table1_seeds(smoke_params):
     (lambda p: p["table1"].update(seeds="0"), "table1.seeds"),
 ])
 def test_temperature_spec_names_the_bad_key(smoke_params, edit, key):
-    from isogclr.config import temperature_spec
+    from isogclr.config.sections import temperature_spec
 
     params = copy.deepcopy(smoke_params)
     edit(params)
@@ -255,7 +258,7 @@ def test_temperature_spec_names_the_bad_key(smoke_params, edit, key):
 
 
 def test_method_settings_are_the_runs_kwargs(smoke_params):
-    from isogclr.config import method_settings
+    from isogclr.config.sections import method_settings
 
     params = copy.deepcopy(smoke_params)
     settings = method_settings(params, "isogclr")
@@ -272,7 +275,7 @@ def test_method_settings_are_the_runs_kwargs(smoke_params):
 
 
 def test_profile_name(smoke_params):
-    from isogclr.config import profile_name
+    from isogclr.config.sections import profile_name
 
     assert profile_name(smoke_params) == "smoke"
     assert profile_name({}) == "?"  # as the reports' captions have always shown a profile without a name
@@ -282,7 +285,8 @@ def test_profile_name(smoke_params):
 
 @pytest.mark.parametrize("profile", ["mini", "smoke", "paper"])
 def test_every_profile_reads_as_typed_report_sections(profile):
-    from isogclr.config import TABLE_SECTIONS, profile_name, table_spec, temperature_spec
+    from isogclr.config.core import TABLE_SECTIONS
+    from isogclr.config.sections import profile_name, table_spec, temperature_spec
 
     params = load_params(ROOT / "profiles" / f"{profile}.yaml")
     assert profile_name(params) == profile

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import cross_machine  # noqa: E402
 
-from isogclr.config import load_params, run_id  # noqa: E402
+from isogclr.config.core import run_id  # noqa: E402
+from isogclr.config.profiles import load_params  # noqa: E402
 
 
 def _sample(work: Path, shift: dict[str, float], seeds=(0, 1, 2), dataset="synth10_lt") -> None:

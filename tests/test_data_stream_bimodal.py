@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from isogclr.config import ConfigError, bimodal_run_config
+from isogclr.config.bimodal import bimodal_run_config
+from isogclr.config.typed import ConfigError
 from isogclr.data.base import StreamConfig
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
 from isogclr.data.webdataset import write_shards

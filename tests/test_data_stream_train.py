@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from isogclr.config import ConfigError, run_config, study_run_config
+from isogclr.config.core import run_config
+from isogclr.config.studies import study_run_config
+from isogclr.config.typed import ConfigError
 from isogclr.data.folder import read_class_list
 from isogclr.train.loop import train_run
 

@@ -143,7 +143,7 @@ WORLD = 2
 
 def _train_worker(rank: int, params: dict, method: str, out: str, ckpt: str, port: int, kill_after: int) -> None:
     torchrun_env(rank, WORLD, port)
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.train import bimodal
 
     if kill_after:

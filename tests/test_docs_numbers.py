@@ -9,7 +9,7 @@ import statistics
 import pandas as pd
 import pytest
 
-from isogclr.config import load_params
+from isogclr.config.profiles import load_params
 
 from .conftest import ROOT
 

@@ -7,7 +7,7 @@ from functools import reduce
 
 import pytest
 
-from isogclr.config import load_params
+from isogclr.config.profiles import load_params
 
 from .conftest import ROOT
 

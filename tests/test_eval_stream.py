@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from isogclr.config import load_params
+from isogclr.config.profiles import load_params
 from isogclr.data.captions import KarpathyStream
 from isogclr.data.pairs_folder import StreamedZeroShot, ZeroShotSet, load_pairs_folder, stream_zeroshot
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
@@ -113,7 +113,7 @@ class _Stop(Exception):
 def test_paper_profile_evaluates_through_the_streamed_path(pairs, tmp_path, monkeypatch):
     """profiles/paper.yaml streams its image-text runs (``bimodal.stream``), so the trainer reads the folder's
     evaluation sets (``retrieval_*/dataset.json``, ``zeroshot/*/images.npz``) streamed, not into memory."""
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.data import pairs_folder
     from isogclr.train import bimodal
 
@@ -142,7 +142,7 @@ def test_paper_profile_evaluates_through_the_streamed_path(pairs, tmp_path, monk
 def test_the_trainer_evaluator_gives_the_same_metrics_streamed(pairs):
     """The image-text runs' Evaluator (one code path) on the folder read in memory and streamed: the same metrics
     (an untrained model; eval_batch_size 4 divides none of the sets)."""
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.models.bimodal import BimodalModel, build_tokenizer
     from isogclr.train.bimodal import Evaluator
 

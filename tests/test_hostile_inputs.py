@@ -14,8 +14,11 @@ import torch
 import yaml
 
 from isogclr.cli import main
-from isogclr.config import ConfigError, load_params, run_config, validate_params
+from isogclr.config.core import run_config
 from isogclr.config.keys import check_keys
+from isogclr.config.profiles import load_params
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 from isogclr.io import TextFileError, UnreadableFileError, load_torch, read_json, read_lines, read_text
 
 from .conftest import ROOT

@@ -151,7 +151,7 @@ def test_two_processes_of_tune_that_all_diverge_both_fail_and_write_nothing(tmp_
 def _train_worker(rank: int, params: dict, out: str, ckpt: str, port: int, log: str) -> None:
     torchrun_env(rank, WORLD, port)
     os.environ.pop(timing.ENV, None)
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.train import bimodal
 
     record = timing.record

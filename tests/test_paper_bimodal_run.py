@@ -22,7 +22,7 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from isogclr.config import load_params
+from isogclr.config.profiles import load_params
 
 from .conftest import ROOT
 from .process_helpers import free_port, torchrun_env
@@ -32,7 +32,7 @@ WORLD = 2
 
 def _worker(rank: int, params: dict, root: str, out: str, port: int) -> None:
     torchrun_env(rank, WORLD, port, HF_HUB_OFFLINE="1")
-    from isogclr.config import bimodal_run_config
+    from isogclr.config.bimodal import bimodal_run_config
     from isogclr.data.base import StreamConfig
     from isogclr.models.text import train_wordpiece
     from isogclr.train import bimodal

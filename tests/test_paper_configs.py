@@ -11,7 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.config import load_params, run_config
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
 from isogclr.models import ContrastiveModel, EncoderConfig, HeadConfig
 from isogclr.models.text import TextEncoder, TextEncoderConfig, train_wordpiece
 from isogclr.train.optim import OptimConfig, build_optimizer

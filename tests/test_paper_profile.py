@@ -8,7 +8,9 @@ import copy
 import pytest
 import yaml
 
-from isogclr.config import bimodal_run_config, bimodal_study_run_config, bimodal_study_spec, load_params, run_config
+from isogclr.config.bimodal import bimodal_run_config, bimodal_study_run_config, bimodal_study_spec
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
 
 from .conftest import ROOT
 

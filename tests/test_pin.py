@@ -9,7 +9,12 @@ import json
 
 import pytest
 
-from isogclr.config import ConfigError, load_params, run_config, tuning_candidates, validate_params, with_selection
+from isogclr.config.core import run_config
+from isogclr.config.profiles import load_params
+from isogclr.config.selection import with_selection
+from isogclr.config.tuning import tuning_candidates
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 
 from .conftest import ROOT
 
@@ -34,9 +39,9 @@ def test_a_pin_holds_the_knob_in_every_candidate_and_every_run(tmp_path):
     (tmp_path / "isogclr").mkdir()
     (tmp_path / "isogclr" / "selected.json").write_text(json.dumps(
         {"knobs": {"rho": 0.3, "tau_init": 0.2, "eta": 0.03, "beta0": 0.5, "beta1": 0.5}}))
-    tuned = run_config(with_selection(params, "isogclr", tmp_path), "isogclr", "synth10_lt", 0).method
+    tuned = with_selection(params, run_config(params, "isogclr", "synth10_lt", 0), tmp_path).method
     assert tuned.kwargs["rho"] == 0.5 and tuned.kwargs["tau_init"] == 0.2
-    unpinned = run_config(with_selection(PARAMS, "isogclr", tmp_path), "isogclr", "synth10_lt", 0).method
+    unpinned = with_selection(PARAMS, run_config(PARAMS, "isogclr", "synth10_lt", 0), tmp_path).method
     assert unpinned.kwargs["rho"] == 0.3
 
 

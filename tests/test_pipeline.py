@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isogclr.config import profile_text
+from isogclr.config.profiles import profile_text
 
 from .conftest import ROOT, tracked_copy
 

@@ -10,17 +10,17 @@ import pytest
 import yaml
 
 from isogclr.cli import main
-from isogclr.config import (
-    ConfigError,
+from isogclr.config.core import run_config, search_points
+from isogclr.config.profiles import (
+    _OverlayLoader,
     check_profiles,
     differences,
     load_params,
     merge_profile,
-    run_config,
-    search_points,
-    validate_params,
+    overlay_keys,
 )
-from isogclr.config.profiles import _OverlayLoader, overlay_keys
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 
 from .conftest import ROOT
 
@@ -152,7 +152,8 @@ def test_dvc_exp_run_set_changes_the_runs_it_names(tmp_path, smoke_params, key, 
     _set(params_file, key, value)
     params = load_params(params_file)
     validate_params(params)
-    from isogclr.config import study_run_config, tuning_run_config
+    from isogclr.config.studies import study_run_config
+    from isogclr.config.tuning import tuning_run_config
 
     study = "rho" if method == "isogclr" else "tau"
     untuned = study_run_config(params, study, method, params["studies"][study]["values"][0], 0).to_dict()
@@ -164,8 +165,8 @@ def test_dvc_exp_run_set_changes_the_runs_it_names(tmp_path, smoke_params, key, 
     selected.parent.mkdir(parents=True)
     searched = search_points(params["methods"][method]["search"], key)[0]
     selected.write_text(json.dumps({"knobs": {k: candidate["method"]["kwargs"][k] for k in searched}}))
-    from isogclr.config import with_selection
+    from isogclr.config.selection import with_selection
 
-    tuned = run_config(with_selection(params, method, tmp_path / "tuning"), method, "synth10", 0)
+    tuned = with_selection(params, run_config(params, method, "synth10", 0), tmp_path / "tuning")
     assert tuned.method.kwargs[knob] == expected
 

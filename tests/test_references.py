@@ -9,7 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.config import ConfigError, references_spec, run_config, validate_params
+from isogclr.config.core import run_config
+from isogclr.config.sections import references_spec
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 from isogclr.losses import build_loss
 from isogclr.train.loop import train_run
 from isogclr.train.references import no_learning, raw_pixel_probe
@@ -101,7 +104,7 @@ def test_references_section_errors_name_the_key(smoke_params, smoke_data, change
 
 
 def test_random_inits_only_in_the_references_section(smoke_params, smoke_data):
-    from isogclr.config import table_spec
+    from isogclr.config.sections import table_spec
 
     params = _params(smoke_params, smoke_data)
     params["table1"]["random_inits"] = [0]

@@ -289,7 +289,7 @@ def test_a_broken_encoder_init_names_the_file_and_the_stage_to_rerun(tmp_path, d
 
 def test_the_unimodal_trainer_locks_its_run_folder(tmp_path, smoke_params, smoke_data):
     """train_run passes its output folder to fit as run_dir: a second writer of that folder is refused."""
-    from isogclr.config import run_config
+    from isogclr.config.core import run_config
     from isogclr.train.loop import train_run
 
     params = {**smoke_params, "data": {**smoke_params["data"], "root": str(smoke_data)}}

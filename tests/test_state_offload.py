@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from isogclr.config import bimodal_run_config
+from isogclr.config.bimodal import bimodal_run_config
 from isogclr.losses import build_loss
 from isogclr.train import state_offload
 from isogclr.train.state_offload import HostStateLoss, overlaps, state_bytes

@@ -18,7 +18,8 @@ import torch
 import yaml
 
 from isogclr import timing
-from isogclr.config import ConfigError, run_config
+from isogclr.config.core import run_config
+from isogclr.config.typed import ConfigError
 from isogclr.models import EncoderConfig, build_encoder
 from isogclr.train.loop import train_run
 from isogclr.train.optim import LARS, OptimConfig, param_groups, warmup_cosine

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from isogclr import timing
-from isogclr.config import ConfigError, bimodal_run_config, validate_params
+from isogclr.config.bimodal import bimodal_run_config
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
 from isogclr.train import bimodal
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from isogclr import timing
-from isogclr.config import ConfigError, ConvergenceConfig
+from isogclr.config.convergence import ConvergenceConfig
+from isogclr.config.typed import ConfigError
 from isogclr.data import load_dataset
 from isogclr.eval.convergence import (
     all_pairs_contrastive_loss,
@@ -238,7 +239,7 @@ def test_the_learning_rate_is_constant(smoke_data, monkeypatch):
 
 
 def test_the_section_is_read_and_checked_by_the_config_module():
-    from isogclr.config import convergence_config, convergence_study
+    from isogclr.config.convergence import convergence_config, convergence_study
 
     params = {"methods": {"emc2": {"beta": 4}}, "emc2_convergence": {
         "epochs": 2, "methods": ["emc2"], "augmentation_values": [2, 5], "infinite_augmentation": True}}

@@ -8,14 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from isogclr.config import (
-    ConfigError,
-    run_config,
-    tuning_candidates,
-    tuning_run_config,
-    validate_params,
-    with_selection,
-)
+from isogclr.config.core import run_config
+from isogclr.config.selection import with_selection
+from isogclr.config.tuning import tuning_candidates, tuning_run_config
+from isogclr.config.typed import ConfigError
+from isogclr.config.validate import validate_params
 from isogclr.data.splits import validation_positions
 
 
@@ -107,11 +104,11 @@ def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smo
     tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")  # a stage resumes
     assert len(trained) == 2
 
-    tuned = with_selection(params, "simclr", tmp_path / "tuning")
-    assert run_config(tuned, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3
+    tuned = with_selection(params, run_config(params, "simclr", "synth10", 0), tmp_path / "tuning")
+    assert tuned.method.kwargs["tau"] == 0.3
     assert run_config(params, "simclr", "synth10", 0).method.kwargs["tau"] == 0.3  # untuned: candidate 1
     with pytest.raises(ConfigError, match=r"tuning/isogclr/selected.json: not found.*tune@isogclr"):
-        with_selection(params, "isogclr", tmp_path / "tuning")
+        with_selection(params, run_config(params, "isogclr", "synth10", 0), tmp_path / "tuning")
 
 
 def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smoke_data, tmp_path):
@@ -143,8 +140,8 @@ def test_a_methods_learning_rate_is_a_knob_its_search_may_set(smoke_params, smok
     selection = tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")
     assert selection["knobs"] == {"tau": 0.2, "lr": 0.5}
     assert (tmp_path / "tuning" / "simclr" / "candidates.csv").read_text().splitlines()[1] == "0,0.2,9.0,0,nan"
-    tuned = with_selection(params, "simclr", tmp_path / "tuning")
-    assert run_config(tuned, "simclr", "synth10_lt", 3).optimizer.lr == 0.5
+    tuned = with_selection(params, run_config(params, "simclr", "synth10_lt", 3), tmp_path / "tuning")
+    assert tuned.optimizer.lr == 0.5
 
     def diverges(cfg, out, ckpt, **kwargs):
         raise TrainingDiverged("non-finite loss")
@@ -232,7 +229,7 @@ def test_bimodal_selection_trains_on_held_out_pairs_and_never_reads_a_test_set(p
 
 
 def test_bimodal_runs_and_the_selection_sections_are_validated(smoke_params):
-    from isogclr.config import bimodal_runs
+    from isogclr.config.bimodal import bimodal_runs
 
     params = copy.deepcopy(smoke_params)
     assert bimodal_runs(params) == {"clip": (0,), "sogclr_bimodal": (0,), "isogclr_bimodal": (0,), "cyclip": (0,),

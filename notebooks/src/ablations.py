@@ -44,7 +44,9 @@ from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, write_verdicts
-from isogclr.config import load_params, method_settings, pretraining_epochs, profile_name, study_spec
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import method_settings, profile_name
+from isogclr.config.studies import pretraining_epochs, study_spec
 
 params = load_params(params_path)
 profile = profile_name(params)

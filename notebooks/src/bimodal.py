@@ -61,8 +61,16 @@ from isogclr.analysis.studies import check_differs_only, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import write_verdicts
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
-from isogclr.config import (bimodal_paper_rows, bimodal_run_id, bimodal_runs, bimodal_settings, bimodal_study_spec,
-                            load_params, method_settings, profile_name, tuning_spec)
+from isogclr.config.bimodal import (
+    bimodal_paper_rows,
+    bimodal_run_id,
+    bimodal_runs,
+    bimodal_settings,
+    bimodal_study_spec,
+)
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import method_settings, profile_name
+from isogclr.config.tuning import tuning_spec
 from isogclr.data.manifest import ensure_tracked
 
 params = load_params(params_path)

@@ -55,7 +55,10 @@ from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, profile_name, study_spec, table_spec, tuning_spec
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import profile_name, table_spec
+from isogclr.config.studies import study_spec
+from isogclr.config.tuning import tuning_spec
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")

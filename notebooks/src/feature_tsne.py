@@ -55,7 +55,10 @@ from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, pretraining_epochs, profile_name, run_id, table_spec, temperature_spec
+from isogclr.config.core import run_id
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import profile_name, table_spec, temperature_spec
+from isogclr.config.studies import pretraining_epochs
 
 params = load_params(params_path)
 profile = profile_name(params)

@@ -48,7 +48,8 @@ from isogclr.reports.notebook import setup_report
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 print("Scale: exact computations (the RGCL optimum by a closed form and by two solvers), no training, no seeds.")
 if params_path is not None:
-    from isogclr.config import load_params, method_settings
+    from isogclr.config.profiles import load_params
+    from isogclr.config.sections import method_settings
 
     rho_semantics = method_settings(load_params(params_path), "isogclr")["rho"]
     global_tau = method_settings(load_params(params_path), "simclr")["tau"]

@@ -41,7 +41,9 @@ from isogclr.analysis.small_batch import batch_verdicts, burn_in_verdict, curve_
 from isogclr.analysis.table1 import no_learning_floors
 from isogclr.analysis.testbed import reference_runs
 from isogclr.analysis.verdicts import Verdict, write_verdicts
-from isogclr.config import load_params, pretraining_epochs, profile_name, study_spec, table_spec
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import profile_name, table_spec
+from isogclr.config.studies import pretraining_epochs, study_spec
 
 params = load_params(params_path)
 profile = profile_name(params)

@@ -52,7 +52,10 @@ from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, b
 from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure, write_table
 from isogclr.analysis.testbed import reference_runs
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, pretraining_epochs, profile_name, run_id, study_spec, table_spec
+from isogclr.config.core import run_id
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import profile_name, table_spec
+from isogclr.config.studies import pretraining_epochs, study_spec
 
 params = load_params(params_path)
 profile = profile_name(params)

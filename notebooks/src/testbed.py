@@ -61,7 +61,9 @@ from isogclr.analysis.testbed import (
     thresholds,
 )
 from isogclr.analysis.verdicts import write_verdicts
-from isogclr.config import load_params, run_id, table_spec
+from isogclr.config.core import run_id
+from isogclr.config.profiles import load_params
+from isogclr.config.sections import table_spec
 
 params = load_params(params_path)
 print("Scale: no run of its own; the committed verdicts of every report and the measured stage times.")

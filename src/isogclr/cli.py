@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except Exception as err:
-        config = sys.modules.get(f"{__package__}.config")  # a ConfigError was raised by the module, so it is loaded
-        if config is None or not isinstance(err, config.ConfigError):
+        typed = sys.modules.get(f"{__package__}.config.typed")  # a ConfigError was raised, so its module is loaded
+        if typed is None or not isinstance(err, typed.ConfigError):
             raise
         source = str(getattr(args, "params", "params.yaml"))
         print(f"error: {err}" if str(err).startswith(source) else f"error in {source}: {err}", file=sys.stderr)

@@ -1,9 +1,8 @@
 """A stage's code, derived from the imports: :func:`module_closure` is the transitive closure of the ``isogclr``
 modules that its entry modules import, read from the source with :mod:`ast` (every ``import`` statement at any
-depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported;
-the module behind a name :mod:`isogclr.config` imports on first access); :func:`run_modules` adds what a run
-imports through a registry (its losses, its datasets' loaders and stream loaders: ``Registry.module_of``).
-:mod:`isogclr.pipeline` writes them as each stage's ``deps``.
+depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported);
+:func:`run_modules` adds what a run imports through a registry (its losses, its datasets' loaders and stream
+loaders: ``Registry.module_of``). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
 """
 
 from __future__ import annotations
@@ -62,18 +61,6 @@ def module_imports(path: Path, module: str) -> set[str]:
     return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
 
 
-def _lazy_module(name: str, root: Path) -> list[str]:
-    """The module that defines ``isogclr.config.<name>``: the package imports its names on first access
-    (:data:`isogclr.config.NAMES`), so ``from isogclr.config import name`` depends on that module, as an eager
-    import would; ``[]`` for any other name."""
-    package, _, attr = name.rpartition(".")
-    if package != f"{PACKAGE}.config":
-        return []
-    from .config import NAMES
-
-    return [NAMES.module_of(attr)] if attr in NAMES else []
-
-
 def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
     """The source files (relative to ``root``) of ``entries`` and of every ``isogclr`` module they import.
 
@@ -90,7 +77,6 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the parent packages
         path = _module_file(module, root)
         if path is None:  # an attribute imported with `from pkg import name`, not a module
-            todo += _lazy_module(module, root)  # unless the package imports it from a module on first access
             continue
         files.add(path.relative_to(root).as_posix())
         todo += sorted(module_imports(path, module) - seen)
@@ -119,8 +105,7 @@ def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
     """The ``isogclr`` modules that the report source ``notebooks/src/<name>.py`` imports."""
     path = Path(root) / "notebooks" / "src" / f"{name}.py"
     found = module_imports(path, "__notebook__")
-    return sorted({m for m in found if _module_file(m, Path(root)) or "." not in m}
-                  | {lazy for m in found for lazy in _lazy_module(m, Path(root))})
+    return sorted(m for m in found if _module_file(m, Path(root)) or "." not in m)
 
 
 def by_method(params: dict[str, Any], methods: list[str] | tuple[str, ...],

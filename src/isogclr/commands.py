@@ -12,7 +12,8 @@ from pathlib import Path
 
 def read_params(args: argparse.Namespace) -> dict:
     """``--params`` loaded and validated (every key, name and seed included): how every command reads it."""
-    from .config import load_params, validate_params
+    from .config.profiles import load_params
+    from .config.validate import validate_params
 
     params = load_params(args.params)
     validate_params(params)
@@ -37,7 +38,7 @@ def name_arg(text: str) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .config import missing_datasets
+    from .config.validate import missing_datasets
 
     params = read_params(args)
     missing = [] if args.skip_data else missing_datasets(params)
@@ -66,7 +67,8 @@ def device_warnings(params: dict) -> list[str]:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from .config import check_profiles, differences, load_params, profile_text, validate_params
+    from .config.profiles import check_profiles, differences, load_params, profile_text
+    from .config.validate import validate_params
     from .io import save_text
 
     if args.check:  # every profile merges, validates and changes only what its overlay names; params.yaml vs mini
@@ -121,16 +123,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     """One run, or several in one process (a grid run at several seeds; a study's values x seeds)."""
     import yaml
 
-    from .config import ConfigError, run_config, study_run_config, study_spec, with_selection
+    from .config.selection import grid_run_config
+    from .config.studies import study_run_config, study_spec
+    from .config.typed import ConfigError
     from .train.loop import train_run
 
-    params = read_params(args)
-    if args.tuned:  # the method's knobs selected on the validation split (tuning/<method>/selected.json)
-        params = with_selection(params, args.method)
+    params = read_params(args)  # --tuned: at the method's knobs selected on the validation split (tuning/<method>)
     if args.study is None:
         if args.dataset is None or args.value is not None or not args.seed:
             raise ConfigError("train: give --dataset and --seed (a grid run), or --study (a study's runs)")
-        configs, out = [run_config(params, args.method, args.dataset, seed) for seed in args.seed], Path(args.out)
+        configs = [grid_run_config(params, args.method, args.dataset, seed, args.tuned) for seed in args.seed]
+        out = Path(args.out)
     else:
         if args.dataset is not None:
             raise ConfigError(f"studies.{args.study}: the study sets its own dataset (no --dataset)")
@@ -138,7 +141,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if spec.tuned and not args.tuned:
             raise ConfigError(f"studies.{args.study}.tuned: its runs use the selection; add --tuned")
         values = spec.values if args.value is None else [yaml.safe_load(args.value)]
-        configs = [study_run_config(params, args.study, args.method, value, seed)
+        configs = [study_run_config(params, args.study, args.method, value, seed, args.tuned)
                    for value in values for seed in (args.seed or spec.seeds)]
         out = Path("studies")
     for cfg in configs:
@@ -149,7 +152,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_references(args: argparse.Namespace) -> int:
     """The no-learning rows of a dataset (chance, raw pixels, random-init encoders): <out>/<dataset>/metrics.json."""
-    from .config import references_spec, run_config
+    from .config.core import run_config
+    from .config.sections import references_spec
     from .train.references import no_learning
 
     params = read_params(args)
@@ -161,7 +165,7 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .config import tuning_section
+    from .config.tuning import tuning_section
     from .train.tuning import tune_method
 
     params = read_params(args)
@@ -177,21 +181,21 @@ def cmd_train_bimodal(args: argparse.Namespace) -> int:
     """Image-text runs: a method at several seeds one after the other in one process, or one study run."""
     import yaml
 
-    from .config import ConfigError, bimodal_run_config, bimodal_study_run_config, bimodal_study_spec, with_selection
+    from .config.bimodal import bimodal_run_config, bimodal_study_run_config, bimodal_study_spec
+    from .config.typed import ConfigError
     from .train.bimodal import train_bimodal_run
 
-    params = read_params(args)
-    if args.tuned:  # the method's knobs selected on held-out training pairs (tuning/<method>/selected.json)
-        params = with_selection(params, args.method)
+    params = read_params(args)  # --tuned: at the method's knobs selected on held-out training pairs (tuning/<method>)
     if (args.study is None) != (args.value is None):
         raise ConfigError("train-bimodal: give both --study and --value (a study run) or neither")
     if args.study is None:
-        configs, out = [bimodal_run_config(params, args.method, seed) for seed in args.seed], Path(args.out)
+        configs = [bimodal_run_config(params, args.method, seed, args.tuned) for seed in args.seed]
+        out = Path(args.out)
     else:
         if bimodal_study_spec(params, args.study).tuned and not args.tuned:
             raise ConfigError(f"bimodal_studies.{args.study}.tuned: its runs use the selection; add --tuned")
-        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed)
-                   for seed in args.seed]
+        configs = [bimodal_study_run_config(params, args.study, args.method, yaml.safe_load(args.value), seed,
+                                            args.tuned) for seed in args.seed]
         out = Path("studies")
     for cfg in configs:
         train_bimodal_run(cfg, out / cfg.run_id, Path(args.checkpoints) / f"bimodal-{cfg.run_id}",

@@ -24,8 +24,8 @@ What it writes, one stage family per kind of work:
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
 depth, including the imports inside functions, but not those under ``if TYPE_CHECKING:``, which never run;
-a package's ``__init__.py`` whenever one of its modules is imported; the module behind a name a package
-imports on first access), read from the source with :mod:`ast` (:func:`~isogclr.code_deps.module_closure`), plus the
+a package's ``__init__.py`` whenever one of its modules is imported), read from the source with :mod:`ast`
+(:func:`~isogclr.code_deps.module_closure`), plus the
 modules a run imports by name: its methods' losses and its datasets' loaders
 (:func:`~isogclr.code_deps.run_modules`);
 the image-text config, which the selection code imports by name for ``bimodal_tuning`` only, is among the
@@ -66,11 +66,12 @@ from .reports.registry import REPORTS
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:
 # every command runs it first, and it can refuse a run but not change its numbers.
-# a grid section's runs (Table 1 and its kin: a run config, the selection when tuned) and a study's runs (the same,
-# resolved through the study's overrides)
-GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.tuning")
+# a grid section's runs (Table 1 and its kin: a run config, the selection when tuned: config.selection) and a
+# study's runs (the same, resolved through the study's overrides); an image-text run (config.bimodal, which reads
+# its selection through config.selection too)
+GRID_ENTRY = ("isogclr.train.loop", "isogclr.config.core", "isogclr.config.selection")
 TRAIN_ENTRY = (*GRID_ENTRY, "isogclr.config.studies")
-BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal", "isogclr.config.tuning")
+BIMODAL_ENTRY = ("isogclr.train.bimodal", "isogclr.config.core", "isogclr.config.bimodal")
 REFERENCES_ENTRY = ("isogclr.train.references", "isogclr.config.core", "isogclr.config.sections")
 CONVERGENCE_ENTRY = ("isogclr.train.convergence", "isogclr.config.core")
 
@@ -128,7 +129,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
             side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
             stages["train_bimodal_side"] = bimodal_stage("side_methods", side_seeds, False,
                                                           code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
-    from .config import study_reports
+    from .config.studies import study_reports
 
     reads_study: dict[str, list[tuple[str, str]]] = {}
     for section, bimodal in (("studies", False), ("bimodal_studies", True)):
@@ -154,7 +155,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         }
     unknown = sorted(set(reads_study) - set(REPORTS))
     if unknown:
-        from .config import ConfigError
+        from .config.typed import ConfigError
 
         raise ConfigError(f"studies.*.report: unknown report(s) {unknown} (reports: {sorted(REPORTS)})")
     for name, report in REPORTS.items():
@@ -233,7 +234,8 @@ def render(params: dict[str, Any], root: Path = Path(".")) -> dict[str, str]:
 def main(params_path: str = "params.yaml", out: str = "dvc.yaml", check: bool = False) -> int:
     """Write the pipeline files beside ``out`` (or, with ``check``, report whether they differ);
     exit code 1 when one is stale. Family files of families no longer in params.yaml are removed."""
-    from .config import load_params, validate_params
+    from .config.profiles import load_params
+    from .config.validate import validate_params
 
     params = load_params(params_path)
     validate_params(params)

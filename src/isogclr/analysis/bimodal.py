@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ..config import bimodal_run_id, bimodal_study_spec
+from ..config.bimodal import bimodal_run_id, bimodal_study_spec
 from ..dataset_specs import GENERATED
 from .correlations import at_bound_reason
 from .groups import group_correlation, group_table

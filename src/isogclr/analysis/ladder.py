@@ -5,7 +5,7 @@ A ladder is a one-knob study (``studies.<name>`` in params.yaml) with ``knob: tr
 budget for free (:func:`table1_budget`, the one place of that rule): when the ladder's dataset is in
 ``table1.datasets`` (or ``table1_real.datasets``), that section's seeds include all the ladder's seeds and its
 methods include all the ladder's methods, the runs ``runs/<method>-<dataset>-s<seed>/`` are the point at
-:func:`isogclr.config.pretraining_epochs` epochs (unless the ladder has that budget itself).
+:func:`isogclr.config.studies.pretraining_epochs` epochs (unless the ladder has that budget itself).
 
 The statistics are those of every report (:mod:`.stats`, :mod:`.verdicts`): per budget, the mean over seeds
 with its 95% Student-t interval; iSogCLR's gaps paired by seed; the Spearman correlation of the learned
@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import pretraining_epochs, run_id, study_spec
+from ..config.core import run_id
+from ..config.studies import pretraining_epochs, study_spec
 from .stats import paired_differences, t_interval
 from .studies import check_differs_only, studies_read_by, study_run_path
 from .tables import MISSING, PAPER_COUNTERPART, paper_numbers

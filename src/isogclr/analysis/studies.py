@@ -1,6 +1,6 @@
 """Read the one-knob studies (``studies`` in params.yaml) back from their run directories.
 
-A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.study_run_dir`)
+A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.studies.study_run_dir`)
 with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
 A missing run is an error naming the command that produces it: a table must come from runs.
 Nothing read here holds wall clock: the runs' times are in the timing record ``timing.csv`` (:mod:`isogclr.timing`),
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import study_reports, study_run_dir, study_spec
+from ..config.studies import study_reports, study_run_dir, study_spec
 
 
 def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None) -> list[str]:

@@ -26,7 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import ConfigError, TableSpec
+from ..config.sections import TableSpec
+from ..config.typed import ConfigError
 from .preconditions import above_floor, require, room_below
 from .stats import paired_differences
 from .studies import studies_read_by

@@ -31,7 +31,7 @@ def collect_runs(runs_dir: Path | str, methods: list[str], datasets: list[str], 
 
     A missing run is an error, not a blank cell: a table must come from runs.
     """
-    from ..config import run_id
+    from ..config.core import run_id
 
     rows = []
     for m in methods:

@@ -133,7 +133,8 @@ def method_scores(params: dict, method: str, datasets: Iterable[str], runs_dir: 
     """``method``'s mean linear-probe top-1 on each dataset, from the runs that report it: a table section's grid
     (``table1``, ``table1_real``: its seeds), else a budget ladder on the dataset (its largest budget); with where
     it comes from. A dataset with no such run is left out."""
-    from ..config import run_id, study_run_dir
+    from ..config.core import run_id
+    from ..config.studies import study_run_dir
 
     rows = []
     for dataset in datasets:

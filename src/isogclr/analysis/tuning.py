@@ -28,7 +28,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..config import TUNING_DIR, TUNING_SECTIONS, ConfigError, method_settings, selection_path, tuning_spec
+from ..config.sections import method_settings
+from ..config.selection import TUNING_DIR, selection_path
+from ..config.tuning import TUNING_SECTIONS, tuning_spec
+from ..config.typed import ConfigError
 from .stats import t_interval
 from .tables import MISSING
 
@@ -44,7 +47,7 @@ def _missing(path: Path, method: str) -> FileNotFoundError:
 
 
 def tuned_methods(params: dict[str, Any], section: str = "tuning") -> list[str]:
-    """The tuned methods: the keys of ``<section>.methods`` (read by :func:`isogclr.config.tuning_spec`, the one
+    """The tuned methods: the keys of ``<section>.methods`` (read by :func:`isogclr.config.tuning.tuning_spec`, the one
     reader of params.yaml's selection sections)."""
     spec = tuning_spec(params, section)
     if spec is None:

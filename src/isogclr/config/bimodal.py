@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..data.base import StreamConfig
 from ..data.synthetic_pairs import PairSpec
 from ..models import EncoderConfig
 from .core import MethodConfig, method_config, run_config_dict
-from .studies import BimodalStudySpec, check_state_knob, study_params, study_run_dir
+from .overlay import BIMODAL_SECTIONS
+from .selection import TUNING_DIR, with_selection
+from .studies import BimodalStudySpec, check_state_knob, check_study_run, study_run_dir, with_study
 from .typed import ConfigError, check_seed, typed_section
 
 
@@ -116,10 +119,6 @@ def _bimodal_sections(params: dict[str, Any]) -> tuple[BimodalTrainConfig, Encod
     train = typed_section(BimodalTrainConfig, rest, "bimodal")
     image = typed_section(EncoderConfig, section.get("image_encoder"), "bimodal.image_encoder")
     text = typed_section(TextEncoderConfig, section.get("text_encoder"), "bimodal.text_encoder")
-    if text.dim % text.n_heads:
-        raise ConfigError(f"bimodal.text_encoder.dim: {text.dim} is not divisible by n_heads={text.n_heads}")
-    if min(text.vocab_size, text.dim, text.n_layers, text.n_heads, text.hidden_dim, text.max_length) < 1:
-        raise ConfigError(f"bimodal.text_encoder: sizes must be >= 1, got {text}")
     return train, image, text
 
 
@@ -136,14 +135,18 @@ def bimodal_paper_rows(params: dict[str, Any]) -> dict[str, str]:
 
 
 def bimodal_method_config(params: dict[str, Any], name: str) -> MethodConfig:
+    return _check_method(method_config(params, name))
+
+
+def _check_method(method: MethodConfig) -> MethodConfig:
+    """``method`` as an image-text run's: a bimodal loss, the shared rate."""
     from ..losses import BIMODAL_LOSSES
 
-    method = method_config(params, name)
     if method.lr is not None:
-        raise ConfigError(f"methods.{name}.lr: an image-text method's rate is bimodal.lr (the same for every "
+        raise ConfigError(f"methods.{method.name}.lr: an image-text method's rate is bimodal.lr (the same for every "
                           "method); a method's own lr is for the unimodal runs")
     if method.loss not in BIMODAL_LOSSES:
-        raise ConfigError(f"bimodal.methods: method {name!r} uses the unimodal loss {method.loss!r} "
+        raise ConfigError(f"bimodal.methods: method {method.name!r} uses the unimodal loss {method.loss!r} "
                           f"(bimodal losses: {list(BIMODAL_LOSSES)})")
     return method
 
@@ -176,7 +179,7 @@ def validate_bimodal(params: dict[str, Any]) -> None:
             if name not in (params.get("methods") or {}):
                 raise ConfigError(f"bimodal.{key}: unknown method {name!r} (defined under methods: "
                                   f"{sorted(params.get('methods') or {})})")
-            bimodal_method_config(params, name)
+            bimodal_run_config(params, name, 0)
     for key in ("seeds", "side_seeds"):
         for s in section.get(key) or []:
             check_seed(f"bimodal.{key}", s)
@@ -188,21 +191,35 @@ def validate_bimodal(params: dict[str, Any]) -> None:
             raise ConfigError(f"bimodal.paper_rows: {name!r} is not in bimodal.methods or bimodal.side_methods")
 
 
-def bimodal_run_config(params: dict[str, Any], method: str, seed: int) -> BimodalRunConfig:
-    """The resolved config of image-text run (method, seed), validated."""
+def bimodal_run_config(params: dict[str, Any], method: str, seed: int, tuned: bool = False,
+                       tuning_dir: Path | str = TUNING_DIR) -> BimodalRunConfig:
+    """The resolved config of image-text run (method, seed), validated; at the selection when ``tuned``."""
     train, image, text = _bimodal_sections(params)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     stream = (params.get("bimodal") or {}).get("stream")
     stream = None if stream is None else typed_section(StreamConfig, stream, "bimodal.stream")
-    if stream is not None and stream.image_size != train.image_size:
+    cfg = _checked(BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=bimodal_method_config(params, method),
+                                    seed=int(seed), train=train, image_encoder=image, text_encoder=text,
+                                    stream=stream))
+    return _checked(with_selection(params, cfg, tuning_dir)) if tuned else cfg
+
+
+def _checked(cfg: BimodalRunConfig) -> BimodalRunConfig:
+    """What an image-text run's sections must agree on, checked on the resolved config (after any overlay)."""
+    _check_method(cfg.method)
+    text, stream = cfg.text_encoder, cfg.stream
+    if text.dim % text.n_heads:
+        raise ConfigError(f"bimodal.text_encoder.dim: {text.dim} is not divisible by n_heads={text.n_heads}")
+    if min(text.vocab_size, text.dim, text.n_layers, text.n_heads, text.hidden_dim, text.max_length) < 1:
+        raise ConfigError(f"bimodal.text_encoder: sizes must be >= 1, got {text}")
+    if stream is not None and stream.image_size != cfg.train.image_size:
         raise ConfigError(f"bimodal.stream.image_size: {stream.image_size} differs from bimodal.image_size "
-                          f"{train.image_size} (the training crop); set them equal")
+                          f"{cfg.train.image_size} (the training crop); set them equal")
     if stream is not None and not text.pretrained:
         raise ConfigError("bimodal.stream: streamed pairs need a pretrained tokenizer "
                           "(bimodal.text_encoder.pretrained); a WordPiece trained here reads every caption first")
-    return BimodalRunConfig(run_id=bimodal_run_id(method, seed), method=bimodal_method_config(params, method),
-                            seed=int(seed), train=train, image_encoder=image, text_encoder=text, stream=stream)
+    return cfg
 
 
 def bimodal_study_spec(params: dict[str, Any], name: str) -> BimodalStudySpec:
@@ -212,16 +229,18 @@ def bimodal_study_spec(params: dict[str, Any], name: str) -> BimodalStudySpec:
     return typed_section(BimodalStudySpec, studies[name], f"bimodal_studies.{name}")
 
 
-def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, value: Any,
-                             seed: int) -> BimodalRunConfig:
-    """One image-text study run: ``params`` with the study's overrides and knob = value, in studies/<study>/."""
+def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int,
+                             tuned: bool = False, tuning_dir: Path | str = TUNING_DIR) -> BimodalRunConfig:
+    """One image-text study run: the run of ``method`` (at the selection when ``tuned``) with the study's overrides
+    and knob = value (typed overlays, :func:`isogclr.config.studies.with_study`), in studies/<study>/."""
     spec = bimodal_study_spec(params, study)
     where = f"bimodal_studies.{study}"
-    params = study_params(params, spec, where, method, value)
+    check_study_run(spec, where, method, value)
     try:
-        cfg = bimodal_run_config(params, method, seed)
+        cfg = bimodal_run_config(params, method, seed, tuned, tuning_dir)
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    cfg = _checked(with_study(cfg, spec, where, value, BIMODAL_SECTIONS))
     check_state_knob(where, spec, method, cfg.method.loss, cfg.train.epochs, epochs_key="bimodal.epochs")
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
 

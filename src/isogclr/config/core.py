@@ -5,9 +5,7 @@ reading params.yaml and the profiles is :mod:`.profiles`.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import inspect
 import itertools
 import math
 import numbers
@@ -20,7 +18,8 @@ from ..data.base import STREAMS, StreamConfig
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
-from .typed import ConfigError, check_finite, check_number, typed_section
+from .overlay import LR, RUN_SECTIONS, apply_setting, check_knob, method_rate
+from .typed import ConfigError, typed_section
 
 # grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows;
 # pretrain: the image-text runs' image encoder, bimodal.image_encoder.init)
@@ -76,7 +75,6 @@ PIN = "pin"
 # methods.<m>.<knob>: selected marks a searched knob where a reader (and `dvc exp run -S`) looks for it: its value
 # comes from the search (the selection, or candidate `untuned`); any other value there is refused, naming the pin
 SELECTED = "selected"
-LR = "lr"  # methods.<m>.lr: the method's own learning rate (MethodConfig.lr), not an argument of its loss
 
 
 @dataclass(frozen=True)
@@ -213,9 +211,10 @@ def pinned_knobs(spec: dict[str, Any], name: str) -> dict[str, Any]:
 def method_config(params: dict[str, Any], name: str) -> MethodConfig:
     """``methods.<name>`` as a loss and its arguments. A tuned method's searched knobs are written once, in
     ``search`` (the candidates of its selection): a run that is not tuned takes them from candidate ``untuned``
-    (default 0; a tuned run's params carry the selected candidate instead, :func:`isogclr.config.with_selection`),
+    (default 0; a tuned run takes the selected candidate over it, :func:`isogclr.config.selection.with_selection`),
     and the same knob set beside ``search`` is refused, naming the key. ``pin`` holds searched knobs at one value
-    in every run (:func:`pinned_knobs`)."""
+    in every run (:func:`pinned_knobs`). Each knob is checked by type here; whether the knobs build the loss is
+    checked once, by :func:`isogclr.config.overlay.check_loss` in the validation of params.yaml."""
     methods = params.get("methods") or {}
     if name not in methods:
         raise ConfigError(f"methods.{name}: not defined (defined: {sorted(methods)})")
@@ -252,25 +251,10 @@ def method_config(params: dict[str, Any], name: str) -> MethodConfig:
                               f"(0 to {len(points) - 1}), got {untuned!r}")
         spec.update(points[untuned])
         spec.update(pin)
-    defaults = {p.name: p.default for p in inspect.signature(LOSSES[loss]).parameters.values()}
-    for knob, value in spec.items():
-        check_finite(value, f"methods.{name}.{knob}")
-        default = defaults.get(knob)
-        if isinstance(default, int | float) and not isinstance(default, bool) and value is not None:
-            check_number(f"methods.{name}.{knob}", value, "float")
-        elif isinstance(default, bool) and not isinstance(value, bool):
-            raise ConfigError(f"methods.{name}.{knob}: expected true or false, got {value!r}")
     lr = spec.pop(LR, None)
-    if lr is not None:
-        check_number(f"methods.{name}.{LR}", lr, "float")
-        if not lr > 0:
-            raise ConfigError(f"methods.{name}.{LR}: the method's learning rate must be > 0, got {lr!r}")
-    method = MethodConfig(name=name, loss=loss, kwargs=spec, lr=lr)
-    try:
-        method.build(num_samples=2)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"methods.{name}: {err}") from err
-    return method
+    for knob, value in (*spec.items(), (LR, lr)):
+        check_knob(name, loss, knob, value)
+    return MethodConfig(name=name, loss=loss, kwargs=spec, lr=lr)
 
 
 def run_id(method: str, dataset: str, seed: int) -> str:
@@ -282,7 +266,7 @@ def shared_sections(params: dict[str, Any]) -> dict[str, Any]:
     model = params.get("model") or {}
     train = dict(params.get("train") or {})
     optimizer = train.pop("optimizer", {})
-    train.pop("by_dataset", None)  # applied by run_config (params_for_dataset)
+    train.pop("by_dataset", None)  # applied by run_config (dataset_settings)
     stream = train.pop("stream", None)
     return {
         "data_root": str((params.get("data") or {}).get("root", "data")),
@@ -296,9 +280,9 @@ def shared_sections(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def params_for_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
-    """``params`` with ``train.by_dataset.<dataset>`` applied: dotted keys of params.yaml set for every run on
-    ``dataset`` (the ImageNet-scale tables' encoder, batch, learning rate, resolution)."""
+def dataset_settings(params: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """``train.by_dataset.<dataset>``, checked: dotted keys of params.yaml set for every run on ``dataset`` (the
+    ImageNet-scale tables' encoder, batch, learning rate, resolution), applied by :func:`run_config`."""
     table = (params.get("train") or {}).get("by_dataset") or {}
     if not isinstance(table, dict):
         raise ConfigError(f"train.by_dataset: expected a mapping dataset -> {{dotted key: value}}, got {table!r}")
@@ -307,42 +291,27 @@ def params_for_dataset(params: dict[str, Any], dataset: str) -> dict[str, Any]:
             raise ConfigError(f"train.by_dataset.{name}: unknown dataset (registered: {sorted(DATASETS)})")
         if not isinstance(settings, dict):
             raise ConfigError(f"train.by_dataset.{name}: expected a mapping of dotted keys, got {settings!r}")
-    if not table.get(dataset):
-        return params
-    params = copy.deepcopy(params)
-    for key, value in table[dataset].items():
-        if key.startswith("train.by_dataset"):
-            raise ConfigError(f"train.by_dataset.{dataset}.{key}: cannot set train.by_dataset itself")
-        set_dotted(params, key, value, f"train.by_dataset.{dataset}")
-    return params
-
-
-def set_dotted(params: dict[str, Any], key: str, value: Any, where: str) -> None:
-    node = params
-    *parents, leaf = key.split(".")
-    for i, part in enumerate(parents):
-        if not isinstance(node.get(part), dict):
-            raise ConfigError(f"{where}: {'.'.join(parents[:i + 1])} is not a section of params.yaml (key {key!r})")
-        node = node[part]
-    node[leaf] = value
-
+        for key in settings:
+            if key.startswith("train.by_dataset"):
+                raise ConfigError(f"train.by_dataset.{name}.{key}: cannot set train.by_dataset itself")
+    return dict(table.get(dataset) or {})
 
 
 def run_config(params: dict[str, Any], method: str, dataset: str, seed: int) -> RunConfig:
-    """The resolved config of run (method, dataset, seed), validated."""
+    """The resolved config of run (method, dataset, seed), validated: the shared sections and the method, with
+    ``train.by_dataset.<dataset>`` applied as typed overlays (:func:`apply_setting`), then the dataset's epochs
+    (``train.epochs_by_dataset``)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     if dataset not in DATASETS:
         raise ConfigError(f"dataset: unknown dataset {dataset!r} (registered: {sorted(DATASETS)})")
-    params = params_for_dataset(params, dataset)
     sections = shared_sections(params)
     if sections["stream"] is not None and dataset not in STREAMS:
         sections["stream"] = None  # the small sets stay in memory
-    train = sections["train"]
+    cfg = method_rate(RunConfig(run_id=run_id(method, dataset, seed), method=method_config(params, method),
+                                dataset=dataset, seed=int(seed), **sections))
+    for key, value in dataset_settings(params, dataset).items():
+        cfg = apply_setting(cfg, key, value, f"train.by_dataset.{dataset}", RUN_SECTIONS)
+    train = cfg.train
     epochs = (train.epochs_by_dataset or {}).get(dataset, train.epochs)
-    sections["train"] = dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None)
-    method_cfg = method_config(params, method)
-    if method_cfg.lr is not None:
-        sections["optimizer"] = dataclasses.replace(sections["optimizer"], lr=method_cfg.lr)
-    return RunConfig(run_id=run_id(method, dataset, seed), method=method_cfg, dataset=dataset,
-                     seed=int(seed), **sections)
+    return dataclasses.replace(cfg, train=dataclasses.replace(train, epochs=epochs, epochs_by_dataset=None))

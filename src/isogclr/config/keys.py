@@ -8,7 +8,7 @@ names instead: they become folder names (``runs/<method>-<dataset>-s<seed>``, ``
 ``tuning/<method>/``), so each must be a plain name (:func:`check_name`). Every seed (``seed``, ``seeds``,
 ``side_seeds``, ``random_inits``) is a non-negative integer.
 
-Called first by :func:`isogclr.config.validate_params`, which every command that reads params.yaml runs. The
+Called first by :func:`isogclr.config.validate.validate_params`, which every command that reads params.yaml runs. The
 sections' config classes are imported when the keys are first checked, so that :func:`check_name` (the command
 line's check of the names it is given) costs what :mod:`.core` costs.
 """
@@ -24,7 +24,8 @@ from typing import Any
 
 from ..data import DATASETS
 from ..losses import LOSSES
-from .core import LR, PIN, SEARCH, TABLE_SECTIONS, UNTUNED
+from .core import PIN, SEARCH, TABLE_SECTIONS, UNTUNED
+from .overlay import LR
 from .typed import ConfigError, check_seed
 
 # a name that becomes a folder name: no separator, no leading dot, no "..", no space

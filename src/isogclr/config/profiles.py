@@ -160,7 +160,7 @@ def overlay_keys(overlay: dict[str, Any], where: str = "") -> set[str]:
 
 def check_profiles(folder: Path | str, validate: Any) -> list[str]:
     """Check every profile of ``folder`` (``<name>.yaml`` with a ``profile`` or ``extends`` key): it loads,
-    merged onto the profile it extends, and ``validate`` (:func:`isogclr.config.validate_params`) accepts it;
+    merged onto the profile it extends, and ``validate`` (:func:`isogclr.config.validate.validate_params`) accepts it;
     an overlay changes nothing but the keys it names (a merged key that differs from its base is under a key
     of the overlay). Returns one line per profile; raises :class:`ConfigError` naming the profile and the key
     on the first problem. This is ``python -m isogclr profile --check``: the merged profiles are checked by

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..data import DATASETS
 from .core import TABLE_SECTIONS, method_config
+from .overlay import check_loss
 from .typed import ConfigError, check_seed
 
 # ------------------------------------------------------------------------------- typed report sections
@@ -134,7 +135,9 @@ def temperature_spec(params: dict[str, Any]) -> TemperatureSpec | None:
 def method_settings(params: dict[str, Any], name: str) -> dict[str, Any]:
     """The arguments of method ``name``'s loss as its runs get them (``method.kwargs`` of a run's config.json:
     ``methods.<name>`` without ``loss``), validated by building the loss; a copy."""
-    return copy.deepcopy(dict(method_config(params, name).kwargs))
+    method = method_config(params, name)
+    check_loss(method)
+    return copy.deepcopy(dict(method.kwargs))
 
 
 def profile_name(params: dict[str, Any]) -> str:

@@ -4,14 +4,16 @@ resolves.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..data import DATASETS
 from ..losses import LOSSES
-from .core import SEARCH, RunConfig, method_config, run_config, set_dotted
+from .core import RunConfig
+from .overlay import RUN_SECTIONS, apply_setting
+from .selection import TUNING_DIR, grid_run_config
 from .typed import ConfigError, typed_section
 
 
@@ -84,25 +86,23 @@ def study_run_dir(study: str, method: str, value: Any, seed: int) -> str:
 
 
 
-def study_params(params: dict[str, Any], spec: OneKnob, where: str, method: str, value: Any) -> dict[str, Any]:
-    """A copy of ``params`` with the study's overrides and its knob set to ``value`` for ``method``."""
+def check_study_run(spec: OneKnob, where: str, method: str, value: Any) -> None:
+    """``method`` and ``value`` are among the study's."""
     if method not in spec.methods:
         raise ConfigError(f"{where}.methods: {method!r} is not one of {list(spec.methods)}")
     if value not in spec.values:
         raise ConfigError(f"{where}.values: {value!r} is not one of {list(spec.values)}")
-    params = copy.deepcopy(params)
-    if SEARCH in (params["methods"].get(method) or {}):  # the knob may be a searched one: set it on the
-        resolved = method_config(params, method)             # settings of the runs that are not tuned
-        params["methods"][method] = {"loss": resolved.loss, **resolved.kwargs}
+
+
+def with_study(cfg: Any, spec: OneKnob, where: str, value: Any, sections: dict[str, str] = RUN_SECTIONS) -> Any:
+    """``cfg`` (a resolved run of one of the study's methods) with the study's overrides and its knob set to
+    ``value``: typed overlays (:func:`apply_setting`) over everything the run resolved before (the
+    selection, ``train.by_dataset``, ``train.epochs_by_dataset``: a study's ``train.epochs`` replaces it)."""
     settings = {key: (setting, f"{where}.overrides.{key}") for key, setting in (spec.overrides or {}).items()}
-    settings[spec.knob.replace("{method}", method)] = (value, f"{where}.knob")
+    settings[spec.knob.replace("{method}", cfg.method.name)] = (value, f"{where}.knob")
     for key, (setting, origin) in settings.items():
-        set_dotted(params, key, setting, origin)
-        if key == "train.epochs":
-            params["train"].pop("epochs_by_dataset", None)
-        for settings in ((params.get("train") or {}).get("by_dataset") or {}).values():
-            (settings or {}).pop(key, None)  # the study's setting wins over a dataset's
-    return params
+        cfg = apply_setting(cfg, key, setting, origin, sections)
+    return cfg
 
 
 def check_state_knob(where: str, spec: OneKnob, method: str, loss: str, epochs: int,
@@ -119,18 +119,20 @@ def check_state_knob(where: str, spec: OneKnob, method: str, loss: str, epochs: 
                           f"{where}.overrides.{epochs_key} to 2 or more")
 
 
-def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int) -> RunConfig:
-    """The resolved config of one study run: ``params`` with the study's overrides and knob = value."""
+def study_run_config(params: dict[str, Any], study: str, method: str, value: Any, seed: int, tuned: bool = False,
+                     tuning_dir: Path | str = TUNING_DIR) -> RunConfig:
+    """The resolved config of one study run: the run of ``method`` on the study's dataset (at the selection when
+    ``tuned``), with the study's overrides and knob = value (:func:`with_study`)."""
     spec = study_spec(params, study)
     where = f"studies.{study}"
-    params = study_params(params, spec, where, method, value)
+    check_study_run(spec, where, method, value)
     try:
-        cfg = run_config(params, method, spec.dataset, seed)
+        cfg = grid_run_config(params, method, spec.dataset, seed, tuned, tuning_dir)
     except ConfigError as err:
         raise ConfigError(f"{where} ({method}, value {value!r}): {err}") from err
+    cfg = with_study(cfg, spec, where, value)
     check_state_knob(where, spec, method, cfg.method.loss, cfg.train.epochs)
     return dataclasses.replace(cfg, run_id=study_run_dir(study, method, value, seed).removeprefix("studies/"))
-
 
 
 def pretraining_epochs(params: dict[str, Any], *, dataset: str | None = None, study: str | None = None) -> int:
@@ -146,4 +148,4 @@ def pretraining_epochs(params: dict[str, Any], *, dataset: str | None = None, st
         cfg = study_run_config(params, study, spec.methods[0], spec.values[0], spec.seeds[0])
         return cfg.train.epochs
     method = next(iter(params.get("methods") or {}))
-    return run_config(params, method, dataset, 0).train.epochs
+    return grid_run_config(params, method, dataset, 0).train.epochs

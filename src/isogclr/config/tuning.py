@@ -1,40 +1,36 @@
-"""The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces, candidate runs, and
-the selection the tuned runs read.
+"""The selection on a validation split (``tuning``, ``bimodal_tuning``): search spaces and candidate runs (the
+tuned runs read the selection through :mod:`.selection`).
 
 The image-text config (:mod:`.bimodal`) is imported through a registry (:data:`IMAGE_TEXT`) when a
-``bimodal_tuning`` method is used, so that a unimodal run, which reads its selection here, imports no image-text code
-and its pipeline stage does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
+``bimodal_tuning`` method is used, so that a unimodal selection imports no image-text code and its pipeline stage
+does not depend on it (the image-text stages list :mod:`.bimodal` among their entry modules).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
-from ..io import read_json
 from ..registry import Registry
 from .core import (
-    PIN,
     SEARCH,
     TABLE_SECTIONS,
-    UNTUNED,
+    MethodConfig,
     RunConfig,
     method_config,
     pinned_knobs,
     run_config,
     search_points,
 )
+from .overlay import BIMODAL_SECTIONS, RUN_SECTIONS, apply_setting, check_loss, method_rate, with_knobs
 from .typed import ConfigError, typed_section
 
 if TYPE_CHECKING:  # annotations only
     from .bimodal import BimodalRunConfig
 
-TUNING_DIR = "tuning"
 # the selection sections of params.yaml: the unimodal comparison's (scored by linear-probe top-1 on a
 # stratified validation part of tuning.dataset) and the image-text comparison's (scored by the mean of IR@1
 # and TR@1 on validation pairs whose images are held out of bimodal.data's training pairs); the column of
@@ -112,7 +108,13 @@ IMAGE_TEXT = Registry("image-text config reader", {
 
 
 def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any]]:
-    """The candidates of ``method`` (a list of {knob: value}), each validated as a loss of that method."""
+    """The candidates of ``method`` (a list of {knob: value}), each checked as ``methods.<method>.<knob>``
+    (whether they build the loss is checked once, by :func:`validate_tuning`)."""
+    return [knobs for knobs, _ in _candidates(params, method)]
+
+
+def _candidates(params: dict[str, Any], method: str) -> list[tuple[dict[str, Any], MethodConfig]]:
+    """Each candidate of ``method`` and the method at it (:func:`with_knobs`), its pinned knobs over it."""
     section = tuning_section(params, method)
     spec = tuning_spec(params, section)
     where = f"methods.{method}.{SEARCH}"
@@ -125,54 +127,46 @@ def tuning_candidates(params: dict[str, Any], method: str) -> list[dict[str, Any
     if len(found) != spec.candidates:
         raise ConfigError(f"{where}: {len(found)} candidates, but every method gets {section}.candidates = "
                           f"{spec.candidates} (the same budget for every method)")
+    base = (IMAGE_TEXT["method_config"] if section == "bimodal_tuning" else method_config)(params, method)
+    out = []
     for i, candidate in enumerate(found):
         try:
-            check = IMAGE_TEXT["method_config"] if section == "bimodal_tuning" else method_config
-            check(_with_knobs(params, method, candidate), method)
+            at = with_knobs(base, candidate)
+            if section == "bimodal_tuning" and at.lr is not None:
+                raise ConfigError(f"methods.{method}.lr: an image-text method's rate is bimodal.lr")
         except ConfigError as err:
             raise ConfigError(f"{where} (candidate {i}: {candidate}): {err}") from err
-    return found
+        out.append((candidate, at))
+    return out
 
 
-def _with_knobs(params: dict[str, Any], method: str, knobs: dict[str, Any]) -> dict[str, Any]:
-    """``params`` whose ``methods.<method>`` runs at ``knobs`` (a candidate of its search space), its pinned knobs
-    (``methods.<method>.pin``) over them."""
-    params = copy.deepcopy(params)
-    spec = params["methods"].get(method) or {}
-    fixed = {k: v for k, v in spec.items() if k not in (SEARCH, UNTUNED, PIN)}
-    params["methods"][method] = {**fixed, **knobs, **pinned_knobs(spec, method)}
-    return params
+def candidate_run_configs(params: dict[str, Any], method: str) -> list[RunConfig | BimodalRunConfig]:
+    """Every candidate run of ``method``, each resolved once: candidate by candidate, at every seed of its
+    section (:func:`tuning_run_config`)."""
+    seeds = tuning_spec(params, tuning_section(params, method)).seeds
+    return [_candidate_run(params, method, i, at, seed) for i, (_, at) in enumerate(_candidates(params, method))
+            for seed in seeds]
 
 
 def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
                       seed: int) -> RunConfig | BimodalRunConfig:
     """The run of candidate ``candidate`` of ``method`` at ``seed``: the section's ``epochs`` on the training
     data minus the validation part, evaluated on that part (``tuning/<method>/runs/c<candidate>-s<seed>``)."""
+    return _candidate_run(params, method, candidate, _candidates(params, method)[candidate][1], seed)
+
+
+def _candidate_run(params: dict[str, Any], method: str, candidate: int, at: MethodConfig,
+                   seed: int) -> RunConfig | BimodalRunConfig:
+    """The run of ``method`` at candidate number ``candidate`` (``at``: the method at its knobs), at ``seed``."""
     section = tuning_section(params, method)
     spec = tuning_spec(params, section)
-    tuned = _with_knobs(params, method, tuning_candidates(params, method)[candidate])
     if section == "bimodal_tuning":
-        tuned["bimodal"] = {**tuned["bimodal"], "epochs": spec.epochs}
-        cfg = IMAGE_TEXT["run_config"](tuned, method, seed)
+        cfg, epochs, sections = IMAGE_TEXT["run_config"](params, method, seed), "bimodal.epochs", BIMODAL_SECTIONS
     else:
-        tuned["train"] = {**tuned["train"], "epochs": spec.epochs}
-        tuned["train"].pop("epochs_by_dataset", None)
-        cfg = run_config(tuned, method, spec.dataset, seed)
-    return dataclasses.replace(cfg, run_id=f"{method}/runs/c{candidate}-s{seed}",
-                               validation_fraction=spec.validation_fraction)
-
-
-def selection_path(method: str, tuning_dir: Path | str = TUNING_DIR) -> Path:
-    return Path(tuning_dir) / method / "selected.json"
-
-
-def with_selection(params: dict[str, Any], method: str, tuning_dir: Path | str = TUNING_DIR) -> dict[str, Any]:
-    """``params`` with ``methods.<method>`` updated by the knobs selected on the validation split."""
-    path = selection_path(method, tuning_dir)
-    if not path.is_file():
-        raise ConfigError(f"{path}: not found; the tuning stage writes it "
-                          f"(dvc repro pipelines/tune/dvc.yaml:tune@{method})")
-    return _with_knobs(params, method, read_json(path)["knobs"])
+        cfg, epochs, sections = run_config(params, method, spec.dataset, seed), "train.epochs", RUN_SECTIONS
+    cfg = method_rate(dataclasses.replace(cfg, method=at, run_id=f"{method}/runs/c{candidate}-s{seed}",
+                                          validation_fraction=spec.validation_fraction))
+    return apply_setting(cfg, epochs, spec.epochs, f"{section}.epochs", sections)
 
 
 def validate_tuning(params: dict[str, Any]) -> None:
@@ -184,7 +178,8 @@ def validate_tuning(params: dict[str, Any]) -> None:
     if both:
         raise ConfigError(f"bimodal_tuning.methods: {sorted(both)} also under tuning.methods (one selection each)")
     for method in (*tuned["tuning"], *tuned["bimodal_tuning"]):
-        tuning_candidates(params, method)
+        for i, (candidate, at) in enumerate(_candidates(params, method)):
+            check_loss(at, f"methods.{method}.{SEARCH} (candidate {i}: {candidate}): ")
     for method, spec in (params.get("methods") or {}).items():
         if SEARCH in (spec or {}) and method not in tuned["tuning"] | tuned["bimodal_tuning"]:
             raise ConfigError(f"methods.{method}.{SEARCH}: {method} is in neither tuning.methods nor "

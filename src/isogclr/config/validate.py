@@ -16,9 +16,10 @@ from ..dataset_specs import source
 from ..registry import Registry
 from .bimodal import bimodal_study_run_config, bimodal_study_spec, pair_spec, validate_bimodal
 from .convergence import validate_convergence
-from .core import TABLE_SECTIONS, method_config, params_for_dataset, run_config, run_id, shared_sections
+from .core import TABLE_SECTIONS, method_config, run_config, run_id, shared_sections
 from .datasets import fashion_mnist_mini_spec, synthetic_spec
 from .keys import check_keys
+from .overlay import check_loss
 from .studies import study_run_config, study_spec
 from .tuning import validate_tuning
 from .typed import ConfigError, check_finite, check_seed
@@ -32,8 +33,8 @@ def validate_params(params: dict[str, Any]) -> None:
     synthetic_spec(params)
     pair_spec(params)
     fashion_mnist_mini_spec(params)
-    for name in params.get("methods") or {}:
-        method_config(params, name)
+    for name in params.get("methods") or {}:  # every method's loss is built here once, to check its arguments
+        check_loss(method_config(params, name))
     for section in TABLE_SECTIONS:
         table = params.get(section)
         if table is None:
@@ -63,7 +64,10 @@ def validate_params(params: dict[str, Any]) -> None:
     _table3_rows(params)
     shared_sections(params)
     for name in (params.get("train") or {}).get("by_dataset") or {}:
-        shared_sections(params_for_dataset(params, name))
+        for method in params.get("methods") or {}:
+            cfg = run_config(params, method, name, 0)
+            if cfg.method != method_config(params, method):  # train.by_dataset.<name> sets one of its knobs
+                check_loss(cfg.method, f"train.by_dataset.{name}: ")
     validate_bimodal(params)
     _check_pretrained_image_encoder(params)
     validate_tuning(params)
@@ -72,7 +76,9 @@ def validate_params(params: dict[str, Any]) -> None:
         spec = study_spec(params, name)
         for method in spec.methods:
             for value in spec.values:
-                study_run_config(params, name, method, value, spec.seeds[0])
+                cfg = study_run_config(params, name, method, value, spec.seeds[0])
+                if cfg.method != method_config(params, method):  # the study's knob is one of the method's
+                    check_loss(cfg.method, f"studies.{name} ({method}, value {value!r}): ")
     shared = sorted(set(params.get("studies") or {}) & set(params.get("bimodal_studies") or {}))
     if shared:
         raise ConfigError(f"bimodal_studies: {shared} also defined under studies (both write studies/<name>/)")
@@ -80,7 +86,9 @@ def validate_params(params: dict[str, Any]) -> None:
         spec = bimodal_study_spec(params, name)
         for method in spec.methods:
             for value in spec.values:
-                bimodal_study_run_config(params, name, method, value, spec.seeds[0])
+                cfg = bimodal_study_run_config(params, name, method, value, spec.seeds[0])
+                if cfg.method != method_config(params, method):  # the study's knob is one of the method's
+                    check_loss(cfg.method, f"bimodal_studies.{name} ({method}, value {value!r}): ")
 
 
 def _table3_rows(params: dict[str, Any]) -> None:

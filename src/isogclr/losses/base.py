@@ -17,7 +17,7 @@ reads only the members of :class:`ContrastiveLoss`:
 * ``state_knobs`` (class attribute, default empty): the knobs that act only through the per-sample state (SogCLR's
   gamma; iSogCLR's rho, beta0, beta1, eta). A sample's first visit computes the same gradient at every value of
   them (first visit: s_i = g_i), so they change a run only where samples are seen at least twice: a study of one
-  of them whose overrides set one epoch is refused (:func:`isogclr.config.study_run_config`).
+  of them whose overrides set one epoch is refused (:func:`isogclr.config.studies.study_run_config`).
 * :meth:`~ContrastiveLoss.step_stats`: diagnostics of the last forward (``max_weight`` of the moving-average
   losses, the largest weight w_iz = exp(k_iz / tau_i) / s_i); empty when the loss has none.
 

@@ -43,7 +43,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
-from ..config import BimodalRunConfig
+from ..config.bimodal import BimodalRunConfig
 from ..data import keyed
 from ..data.augment import CROP_FLIP_DRAWS, crop_flip_augmentation
 from ..data.loaders import check_distinct

@@ -2,7 +2,7 @@
 
 A pipeline stage (``python -m isogclr convergence --out runs_convergence``, :func:`write_study`) trains the
 study's runs and writes their curves; the report ``emc2_convergence`` only reads them. Its settings are
-``emc2_convergence`` in params.yaml (:func:`isogclr.config.convergence_config`). Each run is a
+``emc2_convergence`` in params.yaml (:func:`isogclr.config.convergence.convergence_config`). Each run is a
 :class:`_ConvergenceTask` trained by the project's one engine, :func:`isogclr.train.engine.fit`
 (checkpointed at every epoch's end and resumable).
 
@@ -34,7 +34,7 @@ pre-computed ones, uniformly; the two views are passed in increasing view-id ord
 per-(sample, view-slot) moving average u tracks one fixed view per slot when A = 2. EMC2 gets each
 view's augmentation id (one Markov chain per (image, view), its finite-augmentation mode). Plain SGD
 (EMC2's Table 3 for the STL-10 subset: batch 4, learning rate 1e-3, weight decay 1e-4, beta 5, P = 3;
-we use batch 8 and a larger rate to move within a CPU budget, see :class:`~isogclr.config.ConvergenceConfig`;
+we use batch 8 and a larger rate to move within a CPU budget, see :class:`ConvergenceConfig`;
 EMC2's burn-in is the loss's default P = b - 1, its R = 2b - 2) at a constant learning rate. BatchNorm trains in
 train mode; F and its gradient are evaluated in eval mode (running statistics), so F is a
 deterministic function of the weights. The weight decay is not part of F.
@@ -65,8 +65,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import timing
-from ..config import CONVERGENCE_METHODS as METHODS
-from ..config import ConvergenceConfig, convergence_config, convergence_study
+from ..config.convergence import CONVERGENCE_METHODS as METHODS
+from ..config.convergence import ConvergenceConfig, convergence_config, convergence_study
 from ..data import keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective
@@ -364,8 +364,8 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
     """Run the study of ``params`` (section ``emc2_convergence``) once per seed of its ``seeds`` and write it to
     ``out_dir``.
 
-    ``config.json``: the resolved :class:`~isogclr.config.ConvergenceConfig` (its ``seed`` is the first seed) and
-    the :class:`~isogclr.config.ConvergenceStudy` keys; ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
+    ``config.json``: the resolved :class:`ConvergenceConfig` (its ``seed`` is the first seed) and
+    the :class:`ConvergenceStudy` keys; ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
     and ``augmentations.csv`` (``seed`` first): the two tables of the report, written atomically once the whole
     study has run. Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it
     finishes, run ``<out_dir>/<method>-A<A>-s<seed>`` (A0: fresh views), one row per epoch: ``step`` at its end and

@@ -9,7 +9,7 @@ A run writes into ``out_dir``:
   seconds and samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`, key = ``out_dir``);
 * ``dvclive/``: the same curves (step = epoch) and the final metrics as DVCLive files, for ``dvc plots show``
   and ``dvc exp show`` (:mod:`isogclr.train.curves`; rebuilt from the checkpointed rows, never appended twice);
-* ``artifacts/config.json``: the resolved :class:`~isogclr.config.RunConfig`, plus ``encoder.timm_name``: the
+* ``artifacts/config.json``: the resolved :class:`~isogclr.config.core.RunConfig`, plus ``encoder.timm_name``: the
   timm name that loads ``encoder.pt`` (see :mod:`isogclr.models.encoders`);
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
 * only with ``export=True`` (the first Table 1 seeds, ``train --export-seed``): ``artifacts/encoder.pt``, the
@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import timing
-from ..config import RunConfig
+from ..config.core import RunConfig
 from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
 from ..data.splits import validation_split

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from ..config import OptimConfig  # the typed ``train.optimizer`` section
+from ..config.core import OptimConfig  # the typed ``train.optimizer`` section
 
 __all__ = ["LARS", "OptimConfig", "adamw_with_loss_params", "build_optimizer", "param_groups", "warmup_cosine"]
 

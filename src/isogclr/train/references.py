@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import RunConfig
+from ..config.core import RunConfig
 from ..data.augment import eval_transform
 from ..eval.linear_probe import linear_probe
 from ..io import save_json

@@ -1,8 +1,8 @@
 """Hyperparameter selection on a validation split, the same budget for every method.
 
 ``python -m isogclr tune --method <m>`` (one DVC stage per tuned method, ``pipelines/tune/dvc.yaml``)
-trains each of the method's candidates (:func:`isogclr.config.tuning_candidates`) at every seed of its
-selection section (:func:`isogclr.config.tuning_run_config`):
+trains each of the method's candidates (:func:`isogclr.config.tuning.tuning_candidates`) at every seed of its
+selection section (:func:`isogclr.config.tuning.candidate_run_configs`, each resolved once):
 
 * ``tuning`` (unimodal methods): on ``tuning.dataset``'s training split minus a stratified validation part,
   scored by linear-probe top-1 on that part (``val_top1``);
@@ -15,7 +15,8 @@ It writes
 * ``tuning/<m>/candidates.csv``: ``candidate``, the candidate's knobs, ``seed``, the score (``nan``: the run
   diverged, e.g. at too large a learning rate; it cannot be selected);
 * ``tuning/<m>/selected.json``: the candidate with the best mean score (ties: the first listed), with the
-  search settings; the runs of a ``tuned: true`` section or study read it (:func:`isogclr.config.with_selection`).
+  search settings; the runs of a ``tuned: true`` section or study read it
+  (:func:`isogclr.config.selection.with_selection`).
 
 Under torchrun every process trains every candidate with the others, and only rank 0 scores them and writes
 the two files (and the candidates' run folders, as every run); every rank returns rank 0's selection.
@@ -34,12 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import (
-    TUNING_DIR,
+from ..config.selection import TUNING_DIR
+from ..config.tuning import (
     TUNING_SECTIONS,
     TuningSpec,
+    candidate_run_configs,
     tuning_candidates,
-    tuning_run_config,
     tuning_section,
     tuning_spec,
 )
@@ -79,10 +80,11 @@ def tune_method(params: dict[str, Any], method: str, train: Callable[..., dict],
     out = Path(tuning_dir) / method
     knob_names = list(dict.fromkeys(k for c in candidates for k in c))
     rows = []
+    runs = iter(candidate_run_configs(params, method))  # candidate by candidate, each at every seed
     for i, knobs in enumerate(candidates):
         effective = {k: {**(params["methods"][method] or {}), **knobs}.get(k) for k in knob_names}
         for seed in spec.seeds:
-            cfg = tuning_run_config(params, method, i, seed)
+            cfg = next(runs)
             run_dir = Path(tuning_dir) / cfg.run_id
             try:
                 metrics = _finished(cfg, run_dir) or train(cfg, run_dir, Path(checkpoints) / "tuning" / cfg.run_id)
