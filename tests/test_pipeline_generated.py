@@ -82,6 +82,33 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
         f"src/isogclr/{n}" for n in ("__init__.py", "a.py", "b.py", "d.py", "sub/__init__.py", "sub/c.py")]
 
 
+
+def test_closure_agrees_with_an_independent_import_graph():
+    """The dependency reader against grimp (import-linter's graph of a package, imports under ``if
+    TYPE_CHECKING:`` left out): for every module of the package, the same closure of source files."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("isogclr", exclude_type_checking_imports=True, cache_dir=None)
+
+    def source(module: str) -> str:
+        base = ROOT.joinpath("src", *module.split("."))
+        return (base / "__init__.py" if base.is_dir() else base.with_suffix(".py")).relative_to(ROOT).as_posix()
+
+    def closure(module: str) -> list[str]:
+        todo, seen = [module], set()
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                parts = m.split(".")
+                todo += [".".join(parts[:i]) for i in range(1, len(parts))] + list(
+                    graph.find_modules_directly_imported_by(m))
+        return sorted(source(m) for m in seen)
+
+    assert len(graph.modules) > 100
+    differ = {m: (module_closure((m,), ROOT), closure(m)) for m in sorted(graph.modules)
+              if module_closure((m,), ROOT) != closure(m)}
+    assert not differ, differ
+
 def test_bimodal_and_unimodal_runs_have_their_own_entry(params):
     unimodal, bimodal = module_closure(TRAIN_ENTRY, ROOT), module_closure(BIMODAL_ENTRY, ROOT)
     assert "src/isogclr/train/loop.py" in unimodal and "src/isogclr/train/bimodal.py" in bimodal

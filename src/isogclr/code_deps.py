@@ -3,6 +3,11 @@ modules that its entry modules import, read from the source with :mod:`ast` (eve
 depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported);
 :func:`run_modules` adds what a run imports through a registry (its losses, its datasets' loaders and stream
 loaders: ``Registry.module_of``). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
+
+This is the one place that reads our source: what a stage's code is, for the build, not what a name means
+(names are registered in explicit tables, :mod:`isogclr.registry`). It reads the report scripts
+(``notebooks/src``) as well as the package, which an import-graph library of packages cannot; on the package,
+``tests/test_pipeline_generated.py`` checks every module's closure against grimp's graph.
 """
 
 from __future__ import annotations
