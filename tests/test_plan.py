@@ -132,3 +132,41 @@ def test_a_train_command_builds_its_runs_loss_once_each(smoke_params, smoke_data
     assert main(["train", "--method", "simclr", "--dataset", "synth10", "--seed", "0", "1", "--params", str(path),
                  "--out", str(tmp_path / "runs"), "--checkpoints", str(tmp_path / "ckpt")]) == 0
     assert [loss for loss, _ in built] == ["simclr", "simclr"] and all(n > 2 for _, n in built)
+
+
+def test_the_pipeline_runs_the_plan_and_nothing_else():
+    """The committed pipeline (dvc.yaml and its families) against the plan of params.yaml: every run folder a stage
+    writes (its train_log.csv) is a planned run, every planned run is written by a stage, and a selection's candidates
+    are run by their method's tuning stage (which declares its candidates.csv, not the candidates' folders)."""
+    from pathlib import Path
+
+    from dvc.repo import Repo
+
+    from isogclr.config.profiles import load_params
+
+    from .conftest import ROOT
+
+    with Repo(str(ROOT)) as repo:
+        outs = {o.def_path for stage in repo.index.stages for o in stage.outs}
+    written = {Path(o).parent.as_posix() for o in outs if o.endswith("/train_log.csv")}
+    planned = plan(load_params(ROOT / "params.yaml"), ROOT / "tuning")
+    candidates = {r.run_dir for r in planned if r.section in TUNING_SECTIONS}
+    assert written == {r.run_dir for r in planned} - candidates
+    assert {f"tuning/{d.split('/')[1]}/candidates.csv" for d in candidates} <= outs
+    assert len(written) > 200 and len(candidates) > 40  # the mini profile's runs, not an empty match
+
+
+def test_the_plan_command_lists_every_run_with_its_resolved_settings(capsys):
+    from isogclr.cli import main
+    from isogclr.config.profiles import load_params
+
+    from .conftest import ROOT
+
+    params = ROOT / "params.yaml"
+    assert main(["plan", "--params", str(params), "--tuning-dir", str(ROOT / "tuning"), "--section", "table1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table1 = [r for r in plan(load_params(params), ROOT / "tuning") if r.section == "table1"]
+    assert lines[-1] == f"{len(table1)} runs" and len(lines) == len(table1) + 1
+    for run, line in zip(table1, lines, strict=False):
+        assert line.split()[:3] == ["table1", run.run_dir, run.config.dataset]
+        assert f"epochs {run.config.train.epochs} " in line and repr(run.config.method.knobs()) in line

@@ -17,6 +17,7 @@ from .commands import (
     cmd_generate,
     cmd_notebooks,
     cmd_pipeline,
+    cmd_plan,
     cmd_profile,
     cmd_references,
     cmd_report,
@@ -153,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_params(p)
     p.add_argument("--reports", default="reports", help="the reports folder")
     p.set_defaults(func=cmd_report_index)
+
+    p = sub.add_parser("plan", help="every run params.yaml defines, with its resolved method, dataset, epochs and "
+                                    "knobs (tuned runs at their selection): what `make repro` trains")
+    _add_params(p)
+    p.add_argument("--tuning-dir", default="tuning", help="where the selections are (tuning/<method>/selected.json)")
+    p.add_argument("--section", help="only the runs of this section (table1, tuning, studies, bimodal, ...)")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("pipeline", help="write dvc.yaml from params.yaml and the code's imports (or --check it)")
     _add_params(p)

@@ -254,6 +254,19 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return write_pipeline(args.params, args.out, check=args.check)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print the plan (:func:`isogclr.config.plan.plan`): one line a run, its folder and resolved settings."""
+    from .config.plan import plan
+
+    runs = [r for r in plan(read_params(args), args.tuning_dir) if args.section in (None, r.section)]
+    for run in runs:
+        cfg = run.config  # an image-text run has no dataset of its own: it reads bimodal.data
+        print(f"{run.section:<16} {run.run_dir:<44} {getattr(cfg, 'dataset', 'image-text'):<14} epochs "
+              f"{cfg.train.epochs:<3} {cfg.method.knobs()}")
+    print(f"{len(runs)} runs")
+    return 0
+
+
 def cmd_convergence(args: argparse.Namespace) -> int:
     from .train.convergence import write_study
 
