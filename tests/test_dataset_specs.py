@@ -11,6 +11,8 @@ import yaml
 
 from isogclr.analysis import bimodal, tables
 from isogclr.cli import build_parser
+from isogclr.config.profiles import load_params
+from isogclr.config.typed import ConfigError
 from isogclr.config.validate import _dataset_missing
 from isogclr.data import manifest
 from isogclr.data.base import DATASETS, STREAMS
@@ -39,6 +41,11 @@ def test_every_generator_is_known_to_the_manifests_and_the_command_line(name):
     generator = GENERATED[name]
     assert manifest.GENERATORS[generator.target] is generator and callable(Registry.load(generator.target))
     assert callable(Registry.load(f"{generator.module}:spec_from_dict"))
+    # its params section's typed reader gives the spec the data command builds (spec_from_dict) at the profile's values
+    params = load_params(ROOT / "params.yaml")
+    assert Registry.load(generator.reader)(params) == generator.spec((params.get("data") or {}).get(name))
+    with pytest.raises(ConfigError, match=rf"^data\.{name}\.nonsense: unknown key"):
+        Registry.load(generator.reader)({"data": {name: {"nonsense": 1}}})
     args = build_parser().parse_args([generator.command])
     assert (args.generator, args.out, args.func.__name__) == (name, f"data/{name}", "cmd_generate")
 

@@ -66,6 +66,10 @@ class Generator:
 
     name: str
     target: str  # "module:function", the name stored in manifests; imported when a folder is (re)built
+    # "module:function", params -> the spec of section data.<name>, checked by type with the key in every error
+    # (python -m isogclr validate reads every generated section through it; the data command and a rebuild read
+    # the spec through spec_from_dict, which a checked section gives the same)
+    reader: str
     help: str  # the data command's help line
     needs_root: bool = False  # the function reads source files under the data root (Fashion-MNIST)
     counterparts: tuple[tuple[str, str], ...] = ()  # its evaluation sets -> the paper's datasets they stand in for
@@ -108,12 +112,15 @@ def _by_name(*entries: Any) -> dict[str, Any]:
 # the generated folders, in the order of their pipeline stages and data commands
 GENERATED: dict[str, Generator] = _by_name(
     Generator("synthetic", "isogclr.data.synthetic:write_synthetic",
+              "isogclr.config.datasets:synthetic_spec",
               "generate the synthetic image datasets (data.synthetic)"),
     Generator("synthetic_pairs", "isogclr.data.synthetic_pairs:write_synthetic_pairs",
+              "isogclr.config.bimodal:pair_spec",
               "generate image-text pairs, retrieval and zero-shot sets (data.synthetic_pairs)",
               counterparts=(("retrieval_a", "MSCOCO"), ("retrieval_b", "Flickr30K"), ("synth10", "CIFAR10"),
                             ("synth100", "CIFAR100"))),
     Generator("fashion_mnist_mini", "isogclr.data.fashion_mnist:write_fashion_mnist_mini",
+              "isogclr.config.datasets:fashion_mnist_mini_spec",
               "write the mini Fashion-MNIST subset as an image folder (data.fashion_mnist_mini)", needs_root=True),
 )
 

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DATASETS
-from ..dataset_specs import source
+from ..dataset_specs import GENERATED, source
 from ..registry import Registry
-from .bimodal import bimodal_study_run_config, bimodal_study_spec, pair_spec, validate_bimodal
+from .bimodal import bimodal_study_run_config, bimodal_study_spec, validate_bimodal
 from .convergence import validate_convergence
 from .core import TABLE_SECTIONS, method_config, run_config, run_id, shared_sections
-from .datasets import fashion_mnist_mini_spec, synthetic_spec
 from .keys import check_keys
 from .overlay import check_loss
 from .studies import study_run_config, study_spec
@@ -30,9 +29,8 @@ def validate_params(params: dict[str, Any]) -> None:
     :class:`ConfigError` naming the key."""
     check_keys(params)  # first: a misspelt key is named as such, with the nearest known one
     check_finite(params, "")  # NaN or an infinity anywhere, e.g. in a tuning grid
-    synthetic_spec(params)
-    pair_spec(params)
-    fashion_mnist_mini_spec(params)
+    for generator in GENERATED.values():  # the generated datasets' sections, each read by its typed reader
+        Registry.load(generator.reader)(params)
     for name in params.get("methods") or {}:  # every method's loss is built here once, to check its arguments
         check_loss(method_config(params, name))
     for section in TABLE_SECTIONS:
