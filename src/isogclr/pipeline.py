@@ -24,7 +24,7 @@ What it writes, one stage family per kind of work:
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
 depth, including the imports inside functions, but not those under ``if TYPE_CHECKING:``, which never run;
-a package's ``__init__.py`` whenever one of its modules is imported), read from the source with :mod:`ast`
+a package's ``__init__.py`` whenever one of its modules is imported), from grimp's import graph
 (:func:`~isogclr.code_deps.module_closure`), plus the
 modules a run imports by name: its methods' losses and its datasets' loaders
 (:func:`~isogclr.code_deps.run_modules`);
