@@ -230,14 +230,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     from papermill.exceptions import PapermillExecutionError
 
     output = Path(args.reports) / f"{args.name}.ipynb"
+    parameters = typed_parameters(args.parameter)
+    _restore_generated_data(parameters.get("params_path"))
     try:
-        execute_report(notebook, output, typed_parameters(args.parameter))
+        execute_report(notebook, output, parameters)
     except PapermillExecutionError as err:
         print(f"error: {output}: cell {err.exec_count} raised {err.ename}: {err.evalue} (the traceback is in the "
               f"notebook)", file=sys.stderr)
         return 1
     print(f"wrote {output}")
     return 0
+
+
+def _restore_generated_data(params_path: str | None) -> None:
+    """Rebuild the generated folders a report may read (a fresh clone has only their manifests) before the notebook
+    runs: rebuilt inside it, the folder's message, with its seconds, would become an output of the report."""
+    from .config.profiles import load_params
+    from .data.restore import restore
+
+    root = (load_params(params_path).get("data") or {}).get("root", "data") if params_path else "data"
+    for name, state, seconds in restore(root):
+        if state != "up to date":
+            print(f"{Path(root) / name}: {state} ({seconds:.1f}s)")
 
 
 def cmd_report_index(args: argparse.Namespace) -> int:
