@@ -79,6 +79,9 @@ SETTINGS = {
     "lr1.2-warmup2.5%": {"train.optimizer.lr": 1.2, "warmup_fraction": 0.025},
     "lr0.8-1.5x": {"train.optimizer.lr": 0.8, "epochs_scale": 1.5},
     "lr0.8-clip1": {"train.optimizer.lr": 0.8, "clip": 1.0},
+    # the long-tailed set's frequent class drawn from the seed (data.long_tailed_order: by_seed)
+    "lr0.8-order": {"train.optimizer.lr": 0.8, "data.long_tailed_order": "by_seed"},
+    "lr1.2-order": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed"},
 }
 
 
@@ -114,7 +117,7 @@ def train_one(params: dict, setting: str, method: str, dataset: str, seed: int, 
     p, warmup_fraction, clip = setting_params(params, setting, method, dataset)
     cfg = with_selection(p, run_config(p, method, dataset, seed))
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, eval_every=0))
-    train = load_dataset(dataset, cfg.data_root, "train")
+    train = load_dataset(dataset, cfg.data_root, "train", cfg.order_seed)
     val = synthetic_split(3, VALIDATION_PER_CLASS, train.images.shape[-1], False)
     device = torch.device("cpu")
     task = UnimodalTask(cfg, distributed.setup(device), train, val, train, False)
@@ -312,7 +315,7 @@ def floors(params: dict, runs: Path) -> dict[str, float]:
     out = {}
     for dataset in DATASETS:
         cfg = with_selection(params, run_config(params, "simclr", dataset, 0))
-        train = load_dataset(dataset, cfg.data_root, "train")
+        train = load_dataset(dataset, cfg.data_root, "train", cfg.order_seed)
         val = synthetic_split(3, VALIDATION_PER_CLASS, train.images.shape[-1], False)
         out[dataset] = round(raw_pixel_probe(train, val, cfg), 2)
     save_json(out, path)

@@ -43,6 +43,7 @@ def test_params_yaml_is_the_mini_profile():
     (lambda p: p["table1_real"]["datasets"].append("fashion_mnist_mini_x"), "table1_real.datasets"),
     (lambda p: p["table1"].update(seeds=[-1]), "table1.seeds"),
     (lambda p: p["temperatures"].update(methods=["simclr_x"]), "temperatures.methods"),
+    (lambda p: p["data"].update(long_tailed_order="random"), "data.long_tailed_order"),
 ])
 def test_invalid_values_name_their_key(smoke_params, edit, key):
     params = copy.deepcopy(smoke_params)
@@ -58,6 +59,16 @@ def test_run_config_resolves(smoke_params):
     assert cfg.method.loss == "isogclr"
     assert cfg.method.kwargs["rho"] == smoke_params["methods"]["isogclr"]["search"][0]["rho"]  # untuned: 0
     assert cfg.to_dict()["encoder"]["width"] == smoke_params["model"]["encoder"]["width"]
+
+
+def test_the_long_tailed_class_order_is_in_the_config_of_a_long_tailed_run_only(smoke_params):
+    params = copy.deepcopy(smoke_params)
+    fixed = run_config(params, "simclr", "synth10_lt", 3)
+    assert fixed.order_seed is None and "long_tailed_order" not in fixed.to_dict()  # the same file as before
+    params["data"]["long_tailed_order"] = "by_seed"
+    lt, balanced = run_config(params, "simclr", "synth10_lt", 3), run_config(params, "simclr", "synth10", 3)
+    assert lt.order_seed == 3 and lt.to_dict()["long_tailed_order"] == "by_seed"
+    assert "long_tailed_order" not in balanced.to_dict()  # a balanced set has no class order
 
 
 def test_cli_fails_before_training_on_bad_params(tmp_path, smoke_params):

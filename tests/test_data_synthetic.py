@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from isogclr.data import load_dataset, long_tailed_positions
+from isogclr.data import load_dataset, long_tailed_order, long_tailed_positions
 from isogclr.data.synthetic import (
     FINE_PER_SUPERCLASS,
     SyntheticSpec,
@@ -97,6 +97,35 @@ def test_long_tailed_split_keeps_a_stable_index_mapping(smoke_data):
     assert torch.equal(full.images[lt.source_index], lt.images)
     assert torch.equal(full.labels[lt.source_index], lt.labels)
     assert len(load_dataset("synth10_lt", smoke_data, "test")) == len(load_dataset("synth10", smoke_data, "test"))
+
+
+def test_a_class_order_ranks_the_classes_from_head_to_tail():
+    labels = np.repeat(np.arange(4), 100)
+    order = [2, 0, 3, 1]
+    counts = np.bincount(labels[long_tailed_positions(labels, 10.0, order)], minlength=4)
+    assert counts[order].tolist() == np.bincount(labels[long_tailed_positions(labels, 10.0)]).tolist()
+    with pytest.raises(ValueError, match="each class"):
+        long_tailed_positions(labels, 10.0, [0, 1, 2, 2])
+
+
+def test_the_class_order_by_seed_is_a_permutation_every_class_heads_and_tails():
+    assert long_tailed_order(10, None).tolist() == list(range(10))
+    orders = np.stack([long_tailed_order(10, seed) for seed in range(40)])
+    assert all(sorted(o) == list(range(10)) for o in orders.tolist())
+    assert np.array_equal(long_tailed_order(10, 3), long_tailed_order(10, 3))  # the runs of one seed share it
+    assert set(orders[:, 0]) == set(range(10)) and set(orders[:, -1]) == set(range(10))
+
+
+def test_a_long_tailed_set_by_seed_keeps_the_frequent_class_of_its_seed(smoke_data):
+    fixed = load_dataset("synth10_lt", smoke_data, "train")
+    assert np.argmax(np.bincount(fixed.labels.numpy())) == 0  # id order: class 0 is the head (Cao et al.)
+    for seed in (1, 2):
+        lt = load_dataset("synth10_lt", smoke_data, "train", order_seed=seed)
+        counts = np.bincount(lt.labels.numpy(), minlength=10)
+        order = long_tailed_order(10, seed)
+        assert counts[order].tolist() == np.bincount(fixed.labels.numpy(), minlength=10).tolist()
+        full = load_dataset("synth10", smoke_data, "train")
+        assert torch.equal(full.images[lt.source_index], lt.images)
 
 
 def test_missing_data_names_the_path(tmp_path):

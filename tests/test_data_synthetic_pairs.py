@@ -26,8 +26,10 @@ from isogclr.data.synthetic_pairs import (
     POSITIONS,
     PairSpec,
     cluster_counts,
-    render_clusters,
+    item_attributes,
+    render_items,
     sample_clusters,
+    write_object_pairs,
     write_synthetic_pairs,
 )
 
@@ -163,8 +165,8 @@ def test_images_show_their_attributes():
     """Every colour x background x size x position on two objects: corners, hue, centroid and area agree."""
     grid = np.array(np.meshgrid([13, 66], range(8), range(2), range(2), range(5), indexing="ij")).reshape(5, -1)
     clusters = dict(zip(("fine", "colour", "background", "size", "position"), grid, strict=True))
-    images, attrs = render_clusters(PairSpec(image_size=32), clusters, np.arange(grid.shape[1]),
-                                    np.random.default_rng(0))
+    images, attrs = render_items(PairSpec(image_size=32), item_attributes(clusters, np.arange(grid.shape[1]), None),
+                                 np.random.default_rng(0))
     x = images.astype(float) / 255
     corners = np.concatenate([x[:, :3, :3], x[:, :3, -3:], x[:, -3:, :3], x[:, -3:, -3:]], 1).reshape(len(x), -1, 3)
     brightness = corners.mean((1, 2)) * 255
@@ -200,3 +202,33 @@ def test_spec_validation_names_the_key(key, value):
 def test_templates_are_distinct_enough_for_five_captions():
     assert len(set(CAPTION_TEMPLATES)) >= 5
     assert all("{colour}" in t and ("{object}" in t or "{objects}" in t) for t in CAPTION_TEMPLATES)
+
+
+def test_the_object_variant_clusters_objects_with_the_other_attributes_free(tmp_path):
+    """A cluster is one object: its frequency counts the pairs of that object, whose colour, background, size and
+    position vary; the captions name each pair's own attributes; the Zipf profile is the combination variant's."""
+    spec = replace(SPEC, num_pairs=400, num_clusters=10)
+    write_object_pairs(spec, tmp_path / "objects")
+    write_synthetic_pairs(spec, tmp_path / "combinations")
+    rows = _rows(tmp_path / "objects" / "train" / "meta.csv")
+    by_cluster: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_cluster.setdefault(row["cluster"], []).append(row)
+    assert len(by_cluster) == 10
+    for members in by_cluster.values():
+        assert len({m["object"] for m in members}) == 1 and int(members[0]["cluster_frequency"]) == len(members)
+    head = max(by_cluster.values(), key=len)
+    for key in ("colour", "background", "size", "position"):
+        assert len({m[key] for m in head}) > 1, key
+    clusters = _rows(tmp_path / "objects" / "clusters.csv")
+    assert set(clusters[0]) == {"cluster", "weight", "frequency", "fine", "object", "count"}
+    assert [c["frequency"] for c in clusters] == [c["frequency"]
+                                                  for c in _rows(tmp_path / "combinations" / "clusters.csv")]
+    captions = (tmp_path / "objects" / "train" / "captions.tsv").read_text().splitlines()
+    for row, line in zip(rows, captions, strict=True):
+        if row["mismatched"] == "0":
+            assert row["object"].split()[-1] in line
+    assert json.loads((tmp_path / "objects" / "meta.json").read_text())["clusters"] == "objects"
+    assert "clusters" not in json.loads((tmp_path / "combinations" / "meta.json").read_text())
+    with pytest.raises(ValueError, match="num_clusters"):
+        write_object_pairs(replace(spec, num_clusters=101), tmp_path / "too_many")

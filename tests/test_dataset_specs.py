@@ -42,10 +42,12 @@ def test_every_generator_is_known_to_the_manifests_and_the_command_line(name):
     assert manifest.GENERATORS[generator.target] is generator and callable(Registry.load(generator.target))
     assert callable(Registry.load(f"{generator.module}:spec_from_dict"))
     # its params section's typed reader gives the spec the data command builds (spec_from_dict) at the profile's values
-    params = load_params(ROOT / "params.yaml")
-    assert Registry.load(generator.reader)(params) == generator.spec((params.get("data") or {}).get(name))
-    with pytest.raises(ConfigError, match=rf"^data\.{name}\.nonsense: unknown key"):
-        Registry.load(generator.reader)({"data": {name: {"nonsense": 1}}})
+    # (a variant of another folder, ``shares``, reads that folder's section)
+    params, section = load_params(ROOT / "params.yaml"), generator.section.removeprefix("data.")
+    assert section == (generator.shares or name)
+    assert Registry.load(generator.reader)(params) == generator.spec((params.get("data") or {}).get(section))
+    with pytest.raises(ConfigError, match=rf"^data\.{section}\.nonsense: unknown key"):
+        Registry.load(generator.reader)({"data": {section: {"nonsense": 1}}})
     args = build_parser().parse_args([generator.command])
     assert (args.generator, args.out, args.func.__name__) == (name, f"data/{name}", "cmd_generate")
 

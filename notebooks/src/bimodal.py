@@ -40,6 +40,7 @@ tuning_dir = "tuning"
 
 # %%
 import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -54,8 +55,10 @@ from PIL import Image
 from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimodal_verdicts, budget_table,
                                       collect_bimodal_references, collect_bimodal_runs, collect_bimodal_study,
                                       load_bimodal_taus, load_train_logs, no_learning_floors, side_by_side,
-                                      tau_extremes, tau_frequency_correlation)
+                                      tau_extremes, tau_frequency_correlation, tau_frequency_verdict,
+                                      TAU_FREQUENCY_CLAIM)
 from isogclr.analysis.explain import pairs_scale_sentence
+from isogclr.analysis.head_clusters import cluster_means, load_study_taus, slack_table, slack_verdict
 from isogclr.analysis.stats import at_bound
 from isogclr.analysis.studies import check_differs_only, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
@@ -307,6 +310,46 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
     ["group", "index", "cluster", "cluster_frequency", "mismatched", "caption", "tau_image", "tau_text"]]
 
 # %% [markdown]
+# ## The mechanism: RGCL's prediction for the frequent clusters, on two kinds of cluster
+#
+# iSogCLR's tau_i solves a KL-constrained problem (RGCL, Sec. 4): putting all of an anchor's weight on its
+# cluster, a share q of the batch, costs KL = log(1/q), so where **q > e^-rho** the constraint is slack and tau_i
+# falls to tau_min; below it, tau_i stays above the floor. Above, a cluster is one exact combination of object,
+# colour, background, size and position (its frequency counts *near-duplicates*); the object variant
+# (`python -m isogclr synthetic-pairs-objects`, the same spec) makes a cluster one object with the other
+# attributes free, so its frequency counts *semantic neighbours*, the paper's sense. iSogCLR at rho 1.6, 2.6 and
+# 3.6 (e^-rho = 0.20, 0.074, 0.027) on both (`bimodal_studies.rho_pairs`, `rho_pairs_objects`), its other knobs as
+# selected: per run, the clusters above e^-rho ("slack"), the mean over clusters of their tau_image and of the
+# others', and the share of each group's pairs at tau_min.
+
+# %%
+sweep_taus = {}
+for study, clusters in (("rho_pairs", "near-duplicates"), ("rho_pairs_objects", "objects")):
+    sweep = bimodal_study_spec(params, study)
+    sweep_taus[clusters] = load_study_taus(studies_dir, study, "isogclr_bimodal", sweep.values, sweep.seeds)
+sweep_table = pd.concat({c: slack_table(t) for c, t in sweep_taus.items()}, names=["clusters", "row"])
+sweep_table = sweep_table.reset_index("row", drop=True).set_index(["rho", "seed"], append=True).round(4)
+write_table(sweep_table, tables / "bimodal_rho_sweep",
+            f"iSogCLR's rho sweep on the two kinds of cluster: clusters above e^-rho (slack) and below (bound), their "
+            f"mean tau_image (over clusters) and share of pairs at tau_min, profile `{profile}`, {spec.epochs} epochs.")
+sweep_table
+
+# %%
+fig, axes = plt.subplots(1, len(sweep_taus), figsize=(5.5 * len(sweep_taus), 3.8), sharey=True, squeeze=False)
+for ax, (clusters, t) in zip(axes[0], sweep_taus.items(), strict=True):
+    means = cluster_means(t).groupby(["value", "cluster"])[["share", "tau_image"]].mean().reset_index()
+    for i, (rho, one) in enumerate(means.groupby("value")):
+        ax.scatter(one["share"], one["tau_image"], s=10, color=f"C{i}", label=f"rho {rho:g}")
+        ax.axvline(math.exp(-rho), color=f"C{i}", linestyle="--", linewidth=1)
+    ax.axhline(t["tau_min"].iloc[0], color="grey", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("cluster's share of the pairs (dashed: e^-rho)")
+    ax.set_title(f"clusters = {clusters}", fontsize=10)
+axes[0][0].set_ylabel("mean tau_image of the cluster (grey: tau_min)")
+axes[0][0].legend(fontsize=8)
+save_figure(fig, reports_dir, "bimodal_rho_sweep")
+
+# %% [markdown]
 # ## Do the claims hold at this scale?
 #
 # Every claim is tested on our runs paired by seed: the effect (positive = the paper's direction) is the
@@ -324,5 +367,14 @@ settings = {m: method_settings(params, m) for m in methods}  # the side methods'
 claims = bimodal_verdicts(runs, methods, paper, paper_rows, budgets, cells, paper_numbers("sogclr_table4"), logs, taus,
                           large_tau=settings.get("clip_large_tau", {}).get("tau"),
                           tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01), floors=floors)
+selected_rho = json.loads(Path(runs_dir, bimodal_run_id("isogclr_bimodal", seeds[0]), "knobs.json").read_text())["rho"]
+objects = sweep_taus["objects"]
+nearest = min(objects["value"].unique(), key=lambda v: abs(v - selected_rho))  # the sweep's rho nearest the selection
+claims += [
+    tau_frequency_verdict(objects[objects.value == nearest].assign(method="isogclr_bimodal"),
+                          claim=f"{TAU_FREQUENCY_CLAIM} (object clusters: semantic neighbours; rho {nearest:g})"),
+    *(slack_verdict(t, f"RGCL (Sec. 4), {clusters} as clusters: a cluster whose share of the pairs exceeds e^-rho "
+                       "learns a smaller tau (towards tau_min) than the others") for clusters, t in sweep_taus.items()),
+]
 verdicts = write_verdicts(claims, reports_dir, "bimodal")
 verdicts

@@ -95,7 +95,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     generator = GENERATED[args.generator]
     data = read_params(args).get("data") or {}
-    spec = generator.spec(data.get(generator.name))
+    spec = generator.spec(data.get(generator.section.removeprefix("data.")))
     claim_manifest(args.out, generator)
     t0 = time.perf_counter()
     generator.write(spec_dict(spec), Path(data.get("root", "data")), Path(args.out))

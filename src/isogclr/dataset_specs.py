@@ -73,6 +73,7 @@ class Generator:
     help: str  # the data command's help line
     needs_root: bool = False  # the function reads source files under the data root (Fashion-MNIST)
     counterparts: tuple[tuple[str, str], ...] = ()  # its evaluation sets -> the paper's datasets they stand in for
+    shares: str = ""  # another generated folder whose params section it reads (a variant of the same spec)
 
     @property
     def command(self) -> str:
@@ -86,8 +87,8 @@ class Generator:
 
     @property
     def section(self) -> str:
-        """The params.yaml section of what it generates."""
-        return f"data.{self.name}"
+        """The params.yaml section of what it generates: its own, or that of the folder it ``shares``."""
+        return f"data.{self.shares or self.name}"
 
     @property
     def module(self) -> str:
@@ -119,6 +120,10 @@ GENERATED: dict[str, Generator] = _by_name(
               "generate image-text pairs, retrieval and zero-shot sets (data.synthetic_pairs)",
               counterparts=(("retrieval_a", "MSCOCO"), ("retrieval_b", "Flickr30K"), ("synth10", "CIFAR10"),
                             ("synth100", "CIFAR100"))),
+    # the same spec with a cluster = an object (the other attributes free): frequency counts semantic neighbours
+    Generator("synthetic_pairs_objects", "isogclr.data.synthetic_pairs:write_object_pairs",
+              "isogclr.config.bimodal:pair_spec",
+              "generate the object variant of the image-text pairs (data.synthetic_pairs)", shares="synthetic_pairs"),
     Generator("fashion_mnist_mini", "isogclr.data.fashion_mnist:write_fashion_mnist_mini",
               "isogclr.config.datasets:fashion_mnist_mini_spec",
               "write the mini Fashion-MNIST subset as an image folder (data.fashion_mnist_mini)", needs_root=True),

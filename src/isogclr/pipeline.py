@@ -136,7 +136,7 @@ def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, 
         for name, spec in (params.get(section) or {}).items():
             entry, datasets = (BIMODAL_ENTRY, []) if bimodal else (TRAIN_ENTRY, [spec["dataset"]])
             stages[f"study_{name}"] = study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
-                                                   bimodal_inputs(params))
+                                                   bimodal_inputs(params, spec.get("overrides")))
             if not bimodal:  # an image-text study's runs are (method, value, seed): one list for all
                 stages[f"study_{name}"] = per_method(stages[f"study_{name}"], entry, {"method": spec["methods"]},
                                                      datasets)

@@ -13,7 +13,7 @@ from .dataset_specs import GENERATED, Generator, source
 from .reports.registry import Report
 
 REPORT_ENTRY = ("isogclr.reports.notebook", "isogclr.reports.notebooks")  # `python -m isogclr report <name>`
-RUN_PARAMS = ("data.root", "methods.${item.method}", "model", "augment", "train", "probe")
+RUN_PARAMS = ("data.root", "data.long_tailed_order", "methods.${item.method}", "model", "augment", "train", "probe")
 BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
 # Table 1's first 3 (the t-SNE report tests its claims over them) and the pre-training of the image-text runs' image
@@ -123,11 +123,15 @@ def tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[st
     }
 
 
-def bimodal_inputs(params: dict[str, Any]) -> list[str]:
-    """What every image-text run reads: the generated pairs, and the pre-trained image encoder when it starts from
-    one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
-    init = ((params.get("bimodal") or {}).get("image_encoder") or {}).get("init")
-    return [generated_output(GENERATED["synthetic_pairs"]), *([init] if init else [])]
+def bimodal_inputs(params: dict[str, Any], overrides: dict[str, Any] | None = None) -> list[str]:
+    """What an image-text run reads: the manifest of its pairs' generated folder (``bimodal.data``, or a study's
+    override of it, when it names one of :data:`GENERATED`; the generated pairs otherwise), and the pre-trained
+    image encoder when it starts from one (``bimodal.image_encoder.init``, written by the ``pretrain`` grid)."""
+    bimodal = params.get("bimodal") or {}
+    folder = Path((overrides or {}).get("bimodal.data") or bimodal.get("data") or "data/synthetic_pairs").name
+    pairs = GENERATED[folder if folder in GENERATED else "synthetic_pairs"]
+    init = (bimodal.get("image_encoder") or {}).get("init")
+    return [generated_output(pairs), *([init] if init else [])]
 
 
 def bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:

@@ -345,7 +345,11 @@ def autograd_tau_verdict(logs: pd.DataFrame, tau_init: float, method: str = "cli
                   detail=f"tau_init {tau_init}; the means rise every epoch in every seed: {rises}")
 
 
-def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -> Verdict | None:
+TAU_FREQUENCY_CLAIM = "Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau"
+
+
+def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal", claim: str = TAU_FREQUENCY_CLAIM
+                          ) -> Verdict | None:
     """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau", judged over clusters (a
     cluster has one frequency: :func:`.groups.group_correlation`): per seed of ``method``, Spearman(mean tau_image
     per cluster, cluster frequency), the mean over seeds with a cluster bootstrap; the pair-level Spearman is in
@@ -356,8 +360,7 @@ def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal") -
         return None
     pairs = {s: _spearman(g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")}
     verdict = group_correlation(
-        "Section 6.3 / Figures 6, 10, 11: pairs with frequent semantics learn larger tau",
-        {s: group_table(g, "cluster", "cluster_frequency", "tau_image") for s, g in mine.groupby("seed")},
+        claim, {s: group_table(g, "cluster", "cluster_frequency", "tau_image") for s, g in mine.groupby("seed")},
         what="Spearman(mean tau_image per cluster, cluster frequency)",
         description="over pairs (description only, not the verdict): " + ", ".join(
             f"seed {s} {r:+.3f}" for s, r in pairs.items()))

@@ -15,11 +15,17 @@ from typing import Any
 from ..data import DATASETS
 from ..data.augment import AugmentConfig
 from ..data.base import STREAMS, StreamConfig
+from ..dataset_specs import SPECS
 from ..eval.linear_probe import ProbeConfig
 from ..losses import LOSSES, build_loss
 from ..models import EncoderConfig, HeadConfig
 from .overlay import LR, RUN_SECTIONS, apply_setting, check_knob, method_rate
 from .typed import ConfigError, typed_section
+
+# data.long_tailed_order: the classes of a long-tailed set ranked in id order (Cao et al.; the paper profile), or by
+# a permutation drawn from each run's seed (so a class's difficulty is not its frequency in every seed)
+FIXED_ORDER, BY_SEED_ORDER = "fixed", "by_seed"
+LONG_TAILED_ORDERS = (FIXED_ORDER, BY_SEED_ORDER)
 
 # grids of methods x datasets x seeds, runs in runs/<run-id> (references: the supervised reference rows;
 # pretrain: the image-text runs' image encoder, bimodal.image_encoder.init)
@@ -154,6 +160,19 @@ class RunConfig:
     # > 0: a tuning run: trains on the training split minus a stratified validation part of this size and is
     # evaluated on that part (isogclr.data.splits); the test split is not read. 0: train, then test.
     validation_fraction: float = 0.0
+    # data.long_tailed_order: which class of a long-tailed set is frequent (isogclr.data.base.long_tailed_order)
+    long_tailed_order: str = FIXED_ORDER
+
+    def __post_init__(self) -> None:
+        if self.long_tailed_order not in LONG_TAILED_ORDERS:
+            raise ConfigError(f"data.long_tailed_order: expected one of {list(LONG_TAILED_ORDERS)}, got "
+                              f"{self.long_tailed_order!r}")
+
+    @property
+    def order_seed(self) -> int | None:
+        """The seed of the long-tailed class order of this run (``load_dataset(..., order_seed)``): None for id
+        order (``fixed``), the run's seed for ``by_seed``."""
+        return self.seed if self.long_tailed_order == BY_SEED_ORDER else None
 
     def to_dict(self) -> dict[str, Any]:
         return run_config_dict(self)
@@ -162,7 +181,8 @@ class RunConfig:
 def run_config_dict(cfg: Any) -> dict[str, Any]:
     """A run config (unimodal or image-text) as its ``config.json``: the dataclass as a dict, without ``stream``
     when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
-    in-memory, non-selection runs write the same file as before those options existed."""
+    in-memory, non-selection runs write the same file as before those options existed; ``long_tailed_order``
+    only for a long-tailed set whose classes are not in id order."""
     out = dataclasses.asdict(cfg)
     if out["method"]["lr"] is None:  # the shared rate: optimizer.lr says it
         del out["method"]["lr"]
@@ -170,6 +190,9 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
         del out["stream"]
     if not out["validation_fraction"]:
         del out["validation_fraction"]
+    order = out.get("long_tailed_order")
+    if order is not None and (order == FIXED_ORDER or SPECS[cfg.dataset].balanced is None):
+        del out["long_tailed_order"]  # written where it applies (a long-tailed set) and is not id order
     return out
 
 
@@ -270,6 +293,7 @@ def shared_sections(params: dict[str, Any]) -> dict[str, Any]:
     stream = train.pop("stream", None)
     return {
         "data_root": str((params.get("data") or {}).get("root", "data")),
+        "long_tailed_order": (params.get("data") or {}).get("long_tailed_order", FIXED_ORDER),
         "encoder": typed_section(EncoderConfig, model.get("encoder"), "model.encoder"),
         "head": typed_section(HeadConfig, model.get("head"), "model.head"),
         "augment": typed_section(AugmentConfig, params.get("augment"), "augment"),

@@ -97,7 +97,7 @@ def _schema() -> dict[str, Any]:
     return {
         "profile": ANY,
         "launcher": ANY,
-        "data": {"root": ANY, "synthetic": _fields(SyntheticSpec, per_class=ANY),
+        "data": {"root": ANY, "long_tailed_order": ANY, "synthetic": _fields(SyntheticSpec, per_class=ANY),
                  "fashion_mnist_mini": _fields(FashionMnistMiniSpec), "synthetic_pairs": _fields(PairSpec)},
         "methods": _Names(METHOD),
         "model": {"encoder": _fields(EncoderConfig), "head": _fields(HeadConfig)},

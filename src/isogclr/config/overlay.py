@@ -22,7 +22,7 @@ LR = "lr"  # methods.<m>.lr: the method's own learning rate (MethodConfig.lr), n
 # dotted key prefix -> the field of a unimodal run's config (RunConfig) that holds it; the longest prefix wins
 RUN_SECTIONS = {"model.encoder": "encoder", "model.head": "head", "augment": "augment",
                 "train.optimizer": "optimizer", "train.stream": "stream", "probe": "probe", "train": "train",
-                "data.root": "data_root"}
+                "data.root": "data_root", "data.long_tailed_order": "long_tailed_order"}
 # the same for an image-text run's config (BimodalRunConfig)
 BIMODAL_SECTIONS = {"bimodal.image_encoder": "image_encoder", "bimodal.text_encoder": "text_encoder",
                     "bimodal.stream": "stream", "bimodal": "train"}

@@ -11,7 +11,9 @@ from .base import (
     ImageData,
     IndexedImageDataset,
     load_dataset,
+    long_tailed_order,
     long_tailed_positions,
 )
 
-__all__ = ["DATASETS", "STREAMS", "ImageData", "IndexedImageDataset", "load_dataset", "long_tailed_positions"]
+__all__ = ["DATASETS", "STREAMS", "ImageData", "IndexedImageDataset", "load_dataset", "long_tailed_order",
+           "long_tailed_positions"]

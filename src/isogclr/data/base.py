@@ -93,20 +93,36 @@ class IndexedImageDataset(Dataset):
         return self.data.images[idx], self.data.labels[idx], idx
 
 
-def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0) -> np.ndarray:
-    """Exponential profile of Cao et al. (2019): class c keeps int(n_max * (1/ratio)^(c/(C-1))) samples.
+def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0,
+                          order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    """Exponential profile of Cao et al. (2019): the class of rank r keeps int(n_max * (1/ratio)^(r/(C-1))) samples.
 
-    Classes are ordered by id (class 0 is the head); within a class the first samples in
-    split order are kept, so the subset is deterministic and nested across ratios.
+    ``order`` lists the class ids from head (rank 0) to tail; by default the classes in id order (class 0 is the
+    head), as Cao et al. Within a class the first samples in split order are kept, so the subset is deterministic
+    and nested across ratios.
     """
     labels = np.asarray(labels)
     classes = np.unique(labels)
+    ranked = classes if order is None else np.asarray(order)
+    if sorted(ranked.tolist()) != classes.tolist():
+        raise ValueError(f"order must list each class of the labels once, got {ranked.tolist()} for classes "
+                         f"{classes.tolist()}")
     n_max = int(np.bincount(labels).max())
     keep = []
-    for rank, c in enumerate(classes):
+    for rank, c in enumerate(ranked):
         n_c = int(n_max * (1.0 / imbalance_ratio) ** (rank / max(len(classes) - 1, 1)))
         keep.append(np.flatnonzero(labels == c)[:n_c])
     return np.sort(np.concatenate(keep))
+
+
+def long_tailed_order(num_classes: int, seed: int | None) -> np.ndarray:
+    """The class ids from head to tail of a long-tailed set: id order for ``seed`` None (``data.long_tailed_order:
+    fixed``), else a permutation drawn from ``seed`` alone (``by_seed``: the runs of one seed share it, whatever
+    their method, so a comparison stays paired; over seeds every class is frequent in some and rare in others,
+    which unties a class's difficulty from its frequency)."""
+    if seed is None:
+        return np.arange(num_classes)
+    return np.random.default_rng([seed, num_classes]).permutation(num_classes)
 
 
 Loader = Callable[[Path, str], ImageData]
@@ -123,14 +139,16 @@ DATASETS = Registry("dataset", {name: source(name).loader for name in SPECS})
 STREAMS = Registry("stream", {name: spec.stream for name, spec in SPECS.items() if spec.stream})
 
 
-def load_dataset(name: str, root: Path | str, split: str) -> ImageData:
+def load_dataset(name: str, root: Path | str, split: str, order_seed: int | None = None) -> ImageData:
     """Load split ``"train"`` or ``"test"`` of the dataset declared as ``name`` from ``root``: its loader's split,
-    and for a long-tailed set the :func:`long_tailed_positions` of its balanced set's training split."""
+    and for a long-tailed set the :func:`long_tailed_positions` of its balanced set's training split, its classes
+    ranked by :func:`long_tailed_order` (``order_seed``: None for id order, else the run's seed)."""
     DATASETS.target(name)  # KeyError listing the known ones
     spec = SPECS[name]
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     data = DATASETS[name](Path(root), split)
     if spec.balanced is not None and split == "train":
-        data = data.subset(long_tailed_positions(data.labels.numpy(), spec.imbalance_ratio))
+        order = long_tailed_order(data.num_classes, order_seed)
+        data = data.subset(long_tailed_positions(data.labels.numpy(), spec.imbalance_ratio, order))
     return data

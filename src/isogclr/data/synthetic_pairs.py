@@ -94,6 +94,7 @@ HUE_JITTER, CENTRE_JITTER = 0.02, 0.02
 ATTRIBUTE_COLUMNS = ("fine", "object", "superclass", "texture", "lobes", "style", "count", "colour", "hue",
                      "sat", "val", "background", "bg", "bg_hue", "size", "radius", "position", "cx", "cy", "phase")
 _CHUNK = 1024
+ATTRIBUTE_KEYS = ("fine", "colour", "background", "size", "position")  # a cluster's (or an item's) index arrays
 
 
 @dataclass(frozen=True)
@@ -173,9 +174,37 @@ def sample_clusters(spec: PairSpec) -> dict[str, np.ndarray]:
     for key, radix in (("position", len(POSITIONS)), ("size", len(SIZES)), ("background", len(BACKGROUNDS)),
                        ("colour", len(COLOURS)), ("fine", 100)):
         codes, clusters[key] = np.divmod(codes, radix)
-    weight = (np.arange(spec.num_clusters) + 1.0) ** -spec.zipf
-    clusters["weight"] = weight / weight.sum()
+    clusters["weight"] = zipf_weights(spec)
     return clusters
+
+
+def sample_objects(spec: PairSpec) -> dict[str, np.ndarray]:
+    """The object variant's clusters: ``num_clusters`` distinct objects (``fine``) in rank order, with the Zipf
+    ``weight``; the other attributes are drawn per pair (:func:`item_attributes`)."""
+    if spec.num_clusters > 100:
+        raise ValueError(f"data.synthetic_pairs.num_clusters must be <= 100 (the objects) for the object variant, "
+                         f"got {spec.num_clusters}")
+    rng = np.random.default_rng([spec.seed, 0])
+    return {"fine": rng.choice(100, spec.num_clusters, replace=False), "weight": zipf_weights(spec)}
+
+
+def zipf_weights(spec: PairSpec) -> np.ndarray:
+    """Rank ``r`` (0 = most frequent) gets ``(r + 1) ** -zipf``, normalised to sum to 1."""
+    weight = (np.arange(spec.num_clusters) + 1.0) ** -spec.zipf
+    return weight / weight.sum()
+
+
+def item_attributes(clusters: dict[str, np.ndarray], cluster_of: np.ndarray, free: np.random.Generator | None
+                    ) -> dict[str, np.ndarray]:
+    """The attribute indices of each item (a pair, or a retrieval image) of the clusters ``cluster_of``: its
+    cluster's; with ``free`` (the object variant, whose clusters fix the object only), the colour, background,
+    size and position drawn uniformly from ``free`` for every item."""
+    items = {key: clusters[key][cluster_of] for key in ATTRIBUTE_KEYS if key in clusters}
+    if free is not None:
+        for key, values in (("colour", COLOURS), ("background", BACKGROUNDS), ("size", SIZES),
+                            ("position", POSITIONS)):
+            items[key] = free.integers(len(values), size=len(cluster_of))
+    return items
 
 
 def cluster_counts(weight: np.ndarray, total: int) -> np.ndarray:
@@ -188,13 +217,16 @@ def cluster_counts(weight: np.ndarray, total: int) -> np.ndarray:
     return counts
 
 
-def cluster_attributes(clusters: dict[str, np.ndarray], cluster: int) -> dict[str, str]:
-    """The words of one cluster: object, colour, background, size, position, count."""
-    fine = int(clusters["fine"][cluster])
+def cluster_attributes(arrays: dict[str, np.ndarray], i: int) -> dict[str, str]:
+    """The words of cluster (or item) ``i`` of ``arrays`` (:func:`sample_clusters`, :func:`item_attributes`):
+    object, colour, background, size, position, count; an object variant's cluster has the object and count only."""
+    fine = int(arrays["fine"][i])
     style = fine // FINE_PER_SUPERCLASS // len(LOBES)
-    return {"object": class_names(100)[fine], "colour": COLOURS[clusters["colour"][cluster]],
-            "background": BACKGROUNDS[clusters["background"][cluster]], "size": SIZES[clusters["size"][cluster]],
-            "position": POSITIONS[clusters["position"][cluster]], "count": COUNTS[int(STYLES[style] == "pair")]}
+    words = {"object": class_names(100)[fine]}
+    for key, values in (("colour", COLOURS), ("background", BACKGROUNDS), ("size", SIZES), ("position", POSITIONS)):
+        if key in arrays:
+            words[key] = values[arrays[key][i]]
+    return words | {"count": COUNTS[int(STYLES[style] == "pair")]}
 
 
 # ----------------------------------------------------------------------------------------------- captions
@@ -217,17 +249,17 @@ def make_caption(words: dict[str, str], template: int, rng: np.random.Generator)
 # ----------------------------------------------------------------------------------------------- images
 
 
-def render_clusters(spec: PairSpec, clusters: dict[str, np.ndarray], cluster_of: np.ndarray,
-                    rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Images of the clusters ``cluster_of`` (N,) with their attributes forced, in chunks."""
+def render_items(spec: PairSpec, items: dict[str, np.ndarray], rng: np.random.Generator
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Images of the items (:func:`item_attributes`) with their attributes forced, in chunks."""
     images, attrs = [], []
-    for start in range(0, len(cluster_of), _CHUNK):
-        ids = cluster_of[start:start + _CHUNK]
-        n = len(ids)
-        hue = np.asarray(COLOUR_HUES)[clusters["colour"][ids]] + rng.uniform(-HUE_JITTER, HUE_JITTER, n)
-        light = clusters["background"][ids] == 1
-        low_high = np.asarray([SIZE_RADII[s] for s in SIZES])[clusters["size"][ids]]
-        centre = np.asarray([POSITION_CENTRES[p] for p in POSITIONS])[clusters["position"][ids]]
+    for start in range(0, len(items["fine"]), _CHUNK):
+        chunk = {key: values[start:start + _CHUNK] for key, values in items.items()}
+        n = len(chunk["fine"])
+        hue = np.asarray(COLOUR_HUES)[chunk["colour"]] + rng.uniform(-HUE_JITTER, HUE_JITTER, n)
+        light = chunk["background"] == 1
+        low_high = np.asarray([SIZE_RADII[s] for s in SIZES])[chunk["size"]]
+        centre = np.asarray([POSITION_CENTRES[p] for p in POSITIONS])[chunk["position"]]
         overrides = {
             "hue": hue % 1.0, "sat": rng.uniform(0.7, 1.0, n), "val": rng.uniform(0.7, 1.0, n),
             "bg": np.where(light, rng.uniform(0.55, 0.95, n), rng.uniform(0.05, 0.45, n)),
@@ -235,7 +267,7 @@ def render_clusters(spec: PairSpec, clusters: dict[str, np.ndarray], cluster_of:
             "cx": centre[:, 0] + rng.uniform(-CENTRE_JITTER, CENTRE_JITTER, n),
             "cy": centre[:, 1] + rng.uniform(-CENTRE_JITTER, CENTRE_JITTER, n),
         }
-        img, att = render(clusters["fine"][ids], spec.image_size, rng, spec.noise, overrides=overrides)
+        img, att = render(chunk["fine"], spec.image_size, rng, spec.noise, overrides=overrides)
         images.append(img)
         attrs.append(att)
     return np.concatenate(images), {k: np.concatenate([a[k] for a in attrs]) for k in attrs[0]}
@@ -263,13 +295,12 @@ def _write_images(folder: Path, images: np.ndarray) -> list[str]:
     return names
 
 
-def _attribute_rows(clusters: dict[str, np.ndarray], cluster_of: np.ndarray, attrs: dict[str, np.ndarray]
-                    ) -> list[dict[str, object]]:
+def _attribute_rows(items: dict[str, np.ndarray], attrs: dict[str, np.ndarray]) -> list[dict[str, object]]:
     rows = []
-    for i, c in enumerate(cluster_of):
-        words = cluster_attributes(clusters, int(c))
+    for i in range(len(items["fine"])):
+        words = cluster_attributes(items, i)
         row: dict[str, object] = {
-            "fine": int(clusters["fine"][c]), "object": words["object"], "superclass": int(attrs["superclass"][i]),
+            "fine": int(items["fine"][i]), "object": words["object"], "superclass": int(attrs["superclass"][i]),
             "texture": TEXTURES[attrs["texture"][i]], "lobes": int(attrs["lobes"][i]),
             "style": STYLES[attrs["style"][i]], "count": words["count"], "colour": words["colour"],
             "background": words["background"], "size": words["size"], "position": words["position"]}
@@ -283,13 +314,15 @@ def _tokens(caption: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", caption.lower())
 
 
-def _write_train(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.ndarray, folder: Path) -> None:
+def _write_train(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.ndarray, folder: Path,
+                 free: np.random.Generator | None) -> None:
     rng = np.random.default_rng([spec.seed, 1])
     cluster_of = rng.permutation(np.repeat(np.arange(spec.num_clusters), counts))
-    images, attrs = render_clusters(spec, clusters, cluster_of, rng)
+    items = item_attributes(clusters, cluster_of, free)
+    images, attrs = render_items(spec, items, rng)
     n = spec.num_pairs
-    own = [make_caption(cluster_attributes(clusters, int(c)), int(rng.integers(len(CAPTION_TEMPLATES))), rng)
-           for c in cluster_of]
+    own = [make_caption(cluster_attributes(items, i), int(rng.integers(len(CAPTION_TEMPLATES))), rng)
+           for i in range(n)]
     source = np.arange(n)
     mismatched = np.zeros(n, dtype=bool)
     mismatched[rng.choice(n, int(round(spec.mismatch_fraction * n)), replace=False)] = True
@@ -304,21 +337,22 @@ def _write_train(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.nda
     rows = [{"pair": i, "image": names[i], "cluster": int(cluster_of[i]),
              "cluster_frequency": int(counts[cluster_of[i]]), "mismatched": int(mismatched[i]),
              "caption_source": int(source[i]), **attr}
-            for i, attr in enumerate(_attribute_rows(clusters, cluster_of, attrs))]
+            for i, attr in enumerate(_attribute_rows(items, attrs))]
     save_text(csv_text(rows), folder / "meta.csv")
 
 
 def _write_retrieval(spec: PairSpec, clusters: dict[str, np.ndarray], counts: np.ndarray, folder: Path,
-                     name: str, stream: int, uniform: bool) -> None:
+                     name: str, stream: int, uniform: bool, free: np.random.Generator | None) -> None:
     rng = np.random.default_rng([spec.seed, stream])
     p = np.full(spec.num_clusters, 1 / spec.num_clusters) if uniform else clusters["weight"]
     cluster_of = rng.choice(spec.num_clusters, spec.retrieval_images, p=p)
-    images, attrs = render_clusters(spec, clusters, cluster_of, rng)
+    items = item_attributes(clusters, cluster_of, free)
+    images, attrs = render_items(spec, items, rng)
     names = _write_images(folder, images)
     entries, sentid = [], 0
-    attr_rows = _attribute_rows(clusters, cluster_of, attrs)
+    attr_rows = _attribute_rows(items, attrs)
     for i, c in enumerate(cluster_of):
-        words = cluster_attributes(clusters, int(c))
+        words = cluster_attributes(items, i)
         templates = rng.permutation(len(CAPTION_TEMPLATES))[:CAPTIONS_PER_RETRIEVAL_IMAGE]
         sentences = []
         for t in templates:
@@ -358,7 +392,14 @@ def write_synthetic_pairs(spec: PairSpec, out_dir: Path | str) -> None:
     through a temporary sibling folder that then replaces it; a non-empty ``out_dir`` that is not this
     command's output is refused (:func:`isogclr.io.generated_folder`)."""
     with generated_folder(out_dir, _own_output, "python -m isogclr synthetic-pairs") as tmp:
-        _write_all(spec, tmp)
+        _write_all(spec, tmp, by_object=False)
+
+
+def write_object_pairs(spec: PairSpec, out_dir: Path | str) -> None:
+    """:func:`write_synthetic_pairs`'s layout for the object variant (see module doc): a cluster is an object, the
+    other attributes free, so a cluster's frequency counts semantic neighbours."""
+    with generated_folder(out_dir, _own_output, "python -m isogclr synthetic-pairs-objects") as tmp:
+        _write_all(spec, tmp, by_object=True)
 
 
 def _own_output(folder: Path) -> bool:
@@ -366,12 +407,18 @@ def _own_output(folder: Path) -> bool:
     return {"spec", "caption_templates", "zeroshot_templates"} <= meta_keys(folder)
 
 
-def _write_all(spec: PairSpec, out_dir: Path) -> None:
-    clusters = sample_clusters(spec)
+def _write_all(spec: PairSpec, out_dir: Path, by_object: bool) -> None:
+    clusters = sample_objects(spec) if by_object else sample_clusters(spec)
     counts = cluster_counts(clusters["weight"], spec.num_pairs)
-    _write_train(spec, clusters, counts, out_dir / "train")
-    _write_retrieval(spec, clusters, counts, out_dir / "retrieval_a", "synthetic_pairs_a", 2, uniform=False)
-    _write_retrieval(spec, clusters, counts, out_dir / "retrieval_b", "synthetic_pairs_b", 3, uniform=True)
+
+    def free(stream: int) -> np.random.Generator | None:  # the object variant's per-item attributes
+        return np.random.default_rng([spec.seed, 5, stream]) if by_object else None
+
+    _write_train(spec, clusters, counts, out_dir / "train", free(1))
+    _write_retrieval(spec, clusters, counts, out_dir / "retrieval_a", "synthetic_pairs_a", 2, uniform=False,
+                     free=free(2))
+    _write_retrieval(spec, clusters, counts, out_dir / "retrieval_b", "synthetic_pairs_b", 3, uniform=True,
+                     free=free(3))
     for variant in (10, 100):
         _write_zeroshot(spec, variant, out_dir / "zeroshot" / f"synth{variant}")
     rows = []
@@ -380,7 +427,8 @@ def _write_all(spec: PairSpec, out_dir: Path) -> None:
         rows.append({"cluster": c, "weight": f"{clusters['weight'][c]:.8f}", "frequency": int(counts[c]),
                      "fine": int(clusters["fine"][c]), **words})
     save_text(csv_text(rows), out_dir / "clusters.csv")
-    meta = {"spec": asdict(spec), "colours": dict(zip(COLOURS, COLOUR_HUES, strict=True)),
+    meta = {"spec": asdict(spec), **({"clusters": "objects"} if by_object else {}),
+            "colours": dict(zip(COLOURS, COLOUR_HUES, strict=True)),
             "colour_synonyms": COLOUR_SYNONYMS, "background_synonyms": BACKGROUND_SYNONYMS,
             "size_synonyms": SIZE_SYNONYMS, "position_synonyms": POSITION_SYNONYMS, "count_synonyms": COUNT_SYNONYMS,
             "caption_templates": CAPTION_TEMPLATES, "zeroshot_templates": ZEROSHOT_TEMPLATES,

@@ -95,8 +95,9 @@ REPORTS: dict[str, Report] = {
         params=("profile", "bimodal", "methods.clip_individual_tau", "methods.clip_large_tau"),
         paper=("isogclr_table2", "sogclr_table4"),
         tables=("tuning_selection_bimodal", "bimodal_retrieval", "bimodal_zeroshot", "sogclr_table4_epochs",
-                "bimodal_tau_frequency", "bimodal_tau_bounds"),
-        figures=("sogclr_table4_epochs", "bimodal_convergence", "bimodal_individual_tau", "bimodal_tau_extremes")),
+                "bimodal_tau_frequency", "bimodal_tau_bounds", "bimodal_rho_sweep"),
+        figures=("sogclr_table4_epochs", "bimodal_convergence", "bimodal_individual_tau", "bimodal_tau_extremes",
+                 "bimodal_rho_sweep")),
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
         "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, the seeds allocated by power, "

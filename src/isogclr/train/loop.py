@@ -227,7 +227,7 @@ def load_splits(cfg: RunConfig):
     per sample in worker processes (:mod:`isogclr.data.streaming`).
     """
     if cfg.stream is None:
-        train_data = load_dataset(cfg.dataset, cfg.data_root, "train")
+        train_data = load_dataset(cfg.dataset, cfg.data_root, "train", cfg.order_seed)
         if cfg.validation_fraction:
             train_data, test_data = validation_split(train_data, cfg.validation_fraction)
         else:
