@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,8 @@ def tracked_copy(dest: Path) -> Path:
             shutil.copy2(src, dest / name)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     return dest
+
+
+def printed_by(code: str) -> str:
+    """What ``code`` prints, run by a fresh interpreter (the modules an import loads are those of a new process)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from isogclr.data import DATASETS, STREAMS, load_dataset
+
+from .conftest import printed_by
 
 
 def test_importing_the_package_imports_no_dataset_and_loading_one_imports_its_module():
@@ -15,7 +14,7 @@ def test_importing_the_package_imports_no_dataset_and_loading_one_imports_its_mo
             "print(sorted(m for m in sys.modules if m.startswith('isogclr.data.')))\n"
             "D.DATASETS['synth10_lt']\n"
             "print(sorted(m for m in sys.modules if m.startswith('isogclr.data.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    out = printed_by(code).split("\n")
     assert out[0] == str(["isogclr.data.base"])
     assert {"isogclr.data.synthetic"} <= set(eval(out[1])) and "isogclr.data.cifar" not in out[1]
 

@@ -3,9 +3,6 @@ every table derived from them (registries, manifests' generators, data stages, C
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
@@ -20,7 +17,7 @@ from isogclr.dataset_specs import GENERATED, SPECS, DatasetSpec, _by_name, long_
 from isogclr.pipeline_stages import data_deps, data_stage
 from isogclr.registry import Registry
 
-from .conftest import ROOT
+from .conftest import ROOT, printed_by
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -99,5 +96,5 @@ def test_reading_the_declarations_imports_no_dataset_module_nor_torch():
     code = ("import sys, isogclr.dataset_specs\n"
             "print(sorted(m for m in sys.modules if m == 'isogclr.data' or m.startswith(('isogclr.data.', 'torch', "
             "'numpy'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = printed_by(code)
     assert out.strip() == "[]"

@@ -13,6 +13,8 @@ from isogclr.losses import BIMODAL_LOSSES, LOSSES, MODALITY, UNIMODAL_LOSSES, bu
 from isogclr.losses.base import ContrastiveLoss
 from isogclr.losses.registry import BIMODAL, UNIMODAL, ModalityT
 
+from .conftest import printed_by
+
 
 def test_every_loss_has_a_modality_and_the_lists_are_derived():
     assert set(MODALITY) == set(LOSSES)
@@ -140,14 +142,12 @@ def test_other_losses_report_no_step_statistics(name):
 
 def test_importing_the_package_imports_no_loss_and_building_one_imports_its_module_only():
     """Run in a fresh interpreter: the registry imports a loss's module when the loss is built."""
-    import subprocess
-    import sys
 
     code = ("import sys; import isogclr.losses as L\n"
             "before = {m for m in sys.modules if m.startswith('isogclr.losses.')}\n"
             "L.build_loss('simclr', 4); after = {m for m in sys.modules if m.startswith('isogclr.losses.')}\n"
             "print(sorted(before)); print(sorted(after - before))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    out = printed_by(code).split("\n")
     assert out[0] == str(["isogclr.losses.base", "isogclr.losses.numerics", "isogclr.losses.registry"])
     assert out[1] == str(["isogclr.losses.simclr", "isogclr.losses.two_views"])
     from isogclr.losses.cyclip import CyCLIPLoss

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from isogclr.data.base import DATASETS, STREAMS
 from isogclr.data.manifest import GENERATORS
 from isogclr.losses.registry import LOSSES
 from isogclr.registry import Registry
+
+from .conftest import printed_by
 
 REGISTRIES = {"loss": LOSSES, "dataset": DATASETS, "stream": STREAMS}
 
@@ -45,7 +44,7 @@ def test_membership_and_module_of_import_nothing():
     code = ("import sys; from isogclr.losses import LOSSES\n"
             "'isogclr' in LOSSES; sorted(LOSSES); LOSSES.module_of('isogclr')\n"
             "print('isogclr.losses.isogclr' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = printed_by(code)
     assert out.strip() == "False"
 
 

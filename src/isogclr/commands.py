@@ -113,8 +113,7 @@ def cmd_restore_data(args: argparse.Namespace) -> int:
     if not done:
         print(f"no dataset manifest {Path(args.root)}/*.json: nothing to restore (the data stages write them)")
         return 0
-    for name, state, seconds in done:
-        print(f"{Path(args.root) / name}: {state} ({seconds:.1f}s)")
+    _print_restored(args.root, done)
     print(f"restored {len(done)} generated dataset(s) from their manifests in {time.perf_counter() - t0:.1f}s")
     return 0
 
@@ -249,9 +248,13 @@ def _restore_generated_data(params_path: str | None) -> None:
     from .data.restore import restore
 
     root = (load_params(params_path).get("data") or {}).get("root", "data") if params_path else "data"
-    for name, state, seconds in restore(root):
-        if state != "up to date":
-            print(f"{Path(root) / name}: {state} ({seconds:.1f}s)")
+    _print_restored(root, [item for item in restore(root) if item[1] != "up to date"])
+
+
+def _print_restored(root: str | Path, done: list[tuple[str, str, float]]) -> None:
+    """One line per generated folder :func:`isogclr.data.restore.restore` checked: its path, state and seconds."""
+    for name, state, seconds in done:
+        print(f"{Path(root) / name}: {state} ({seconds:.1f}s)")
 
 
 def cmd_report_index(args: argparse.Namespace) -> int:
