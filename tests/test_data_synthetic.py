@@ -128,6 +128,13 @@ def test_a_long_tailed_set_by_seed_keeps_the_frequent_class_of_its_seed(smoke_da
         assert torch.equal(full.images[lt.source_index], lt.images)
 
 
+def test_a_set_without_a_validation_count_says_how_to_generate_its_validation_split(smoke_data):
+    with pytest.raises(FileNotFoundError, match=r"data.synthetic.per_class.10 a third count, \[train, test, val\]"):
+        load_dataset("synth10_lt", smoke_data, "val")
+    with pytest.raises(ValueError, match=r"\[train, test\] or \[train, test, val\]"):
+        SyntheticSpec(per_class={10: (5, 5, 5, 5)})
+
+
 def test_missing_data_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="synthetic"):
         load_dataset("synth10", tmp_path, "train")

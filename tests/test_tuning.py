@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from isogclr.config.core import run_config
 from isogclr.config.selection import with_selection
@@ -71,13 +72,77 @@ def test_tuning_runs_never_read_the_test_split(smoke_params, smoke_data, tmp_pat
     assert cfg.method.kwargs["tau"] == 0.3 and cfg.run_id == "simclr/runs/c1-s0"
     real = loop.load_dataset
 
-    def no_test(name, root, split):
+    def no_test(name, root, split, *order):
         assert split != "test", "a tuning run read the test split"
-        return real(name, root, split)
+        return real(name, root, split, *order)
 
     monkeypatch.setattr(loop, "load_dataset", no_test)
     metrics = loop.train_run(cfg, tmp_path / "run", tmp_path / "ckpt")
     assert 0 <= metrics["top1"] <= 100
+
+
+def test_a_selection_on_the_generated_validation_split_trains_on_the_whole_training_split(smoke_params, tmp_path,
+                                                                                           monkeypatch):
+    """tuning.validation: split: a candidate trains on the whole long-tailed training split, as a tuned run, and is
+    scored on the set's generated validation split (balanced); the test split is never read; the selection records
+    the setting, and a selection recorded otherwise is stale."""
+    from isogclr.analysis.tuning import load_selected, selection_settings, validation_words
+    from isogclr.config.datasets import synthetic_spec
+    from isogclr.data import load_dataset
+    from isogclr.data.synthetic import write_synthetic
+    from isogclr.train import loop, tuning
+
+    params = copy.deepcopy(smoke_params)
+    params["data"]["root"] = str(tmp_path / "data")
+    params["data"]["synthetic"]["per_class"][10] = [40, 10, 12]
+    write_synthetic(synthetic_spec(params), tmp_path / "data" / "synthetic")
+    val = load_dataset("synth10_lt", tmp_path / "data", "val")
+    assert len(val) == 120 and np.bincount(val.labels.numpy()).tolist() == [12] * 10  # balanced, as the test split
+    params["tuning"] |= {"validation": "split", "methods": ["simclr"], "dataset": "synth10_lt"}
+    with pytest.raises(ConfigError, match=r"^tuning: validation_fraction: nothing is held out"):
+        validate_params(params)
+    del params["tuning"]["validation_fraction"]
+    params["methods"]["simclr"]["search"] = {"tau": [0.2, 0.3]}
+    cfg = tuning_run_config(params, "simclr", 0, 0)
+    assert cfg.validation_split and not cfg.validation_fraction and cfg.to_dict()["validation_split"] is True
+    assert "validation_split" not in run_config(params, "simclr", "synth10_lt", 0).to_dict()
+    read = []
+    real = loop.load_dataset
+    monkeypatch.setattr(loop, "load_dataset", lambda name, root, split, *order: read.append(split)
+                        or real(name, root, split, *order))
+    train, evaluated, _ = loop.load_splits(cfg)
+    assert read == ["train", "val"] and len(train) == len(load_dataset("synth10_lt", tmp_path / "data", "train"))
+    assert torch.equal(evaluated.images, val.images)
+
+    def fake_run(cfg, out, ckpt, **kwargs):
+        out.mkdir(parents=True)
+        metrics = {"top1": 50.0 + cfg.method.kwargs["tau"]}
+        (out / "metrics.json").write_text(json.dumps(metrics))
+        return metrics
+
+    selection = tuning.tune_method(params, "simclr", fake_run, tmp_path / "tuning", tmp_path / "ckpt")
+    assert selection["validation"] == "split" and selection["validation_fraction"] == 0.0
+    assert load_selected(params, "simclr", tmp_path / "tuning")["knobs"] == {"tau": 0.3}
+    assert validation_words(selection_settings(params, tmp_path / "tuning")).startswith("on its whole training")
+    carved = copy.deepcopy(params)
+    carved["tuning"] |= {"validation": "carved", "validation_fraction": 0.2}
+    with pytest.raises(ValueError, match="validation"):
+        load_selected(carved, "simclr", tmp_path / "tuning")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda p: p["data"]["synthetic"]["per_class"].__setitem__(10, [40, 10]), r"a\s+third count"),
+    (lambda p: p["tuning"].__setitem__("dataset", "fashion_mnist_mini_lt"), "no generated validation split"),
+    (lambda p: p["tuning"].__setitem__("validation", "held_out"), "'carved' or 'split'"),
+])
+def test_a_selection_on_a_validation_split_the_set_does_not_generate_is_refused(smoke_params, edit, message):
+    params = copy.deepcopy(smoke_params)
+    params["data"]["synthetic"]["per_class"][10] = [40, 10, 12]
+    params["tuning"] |= {"validation": "split"}
+    del params["tuning"]["validation_fraction"]
+    edit(params)
+    with pytest.raises(ConfigError, match=r"^tuning(\.validation)?: .*" + message):
+        validate_params(params)
 
 
 def test_tune_selects_the_best_candidate_and_tuned_runs_use_it(smoke_params, smoke_data, tmp_path):

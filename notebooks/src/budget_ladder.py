@@ -226,7 +226,7 @@ display(Markdown("\n".join(lines) if lines else "No budget ladder in this profil
 # at one tuning seed, where the selection is the budget's best guess, made the same way for every method.
 
 # %%
-from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
+from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table, validation_words
 
 if tuning_spec(params) is not None:
     selection = selection_table(params, tuning_dir)
@@ -236,8 +236,7 @@ if tuning_spec(params) is not None:
             "the methods tried different numbers of candidates: "
             + ", ".join(f"{m} {n}" for m, n in selection["candidates"].items()))
     caption_selection = (f"Hyper-parameter selection, profile `{profile_name(params)}`: {same}, each trained "
-                         f"{settings['epochs']} epochs on {settings['dataset']} with "
-                         f"{settings['validation_fraction']:.0%} of its training set held out for validation, seeds "
+                         f"{settings['epochs']} epochs on {settings['dataset']} {validation_words(settings)}, seeds "
                          f"{settings['seeds']}; validation top-1 (%), mean over seeds; the test split is not read.")
 else:
     selection = pd.DataFrame({"note": ["no tuning section in params.yaml: every method runs with its own "

@@ -30,14 +30,14 @@ import pandas as pd
 
 from ..config.sections import method_settings
 from ..config.selection import TUNING_DIR, selection_path
-from ..config.tuning import TUNING_SECTIONS, tuning_spec
+from ..config.tuning import CARVED, TUNING_SECTIONS, tuning_spec
 from ..config.typed import ConfigError
 from .stats import t_interval
 from .tables import MISSING
 
 TUNE_PIPELINE = "pipelines/tune/dvc.yaml"  # pipelines/tune_bimodal/dvc.yaml for bimodal_tuning
 CANDIDATES = "candidates.csv"
-SETTINGS = ("dataset", "epochs", "validation_fraction", "seeds", "candidates")  # selected.json = params' tuning.*
+SETTINGS = ("dataset", "epochs", "validation_fraction", "seeds", "candidates", "validation")  # TuningSpec.record
 
 
 def _missing(path: Path, method: str) -> FileNotFoundError:
@@ -64,7 +64,7 @@ def load_selected(params: dict[str, Any], method: str, tuning_dir: Path | str = 
         raise _missing(path, method)
     selected = json.loads(path.read_text())
     spec = tuning_spec(params, section)
-    expected = {} if spec is None else {key: getattr(spec, key) for key in SETTINGS if getattr(spec, key) is not None}
+    expected = {} if spec is None else spec.record()
     if spec is not None and method in spec.methods:
         expected["space"] = spec.methods[method]
     stale = [f"{key}: {selected.get(key)!r} in {path}, {value!r} in params.yaml" for key, value in expected.items()
@@ -234,11 +234,20 @@ def selection_table(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
     return pd.DataFrame(rows).set_index("method")
 
 
+def validation_words(settings: dict[str, Any]) -> str:
+    """How the candidates of :func:`selection_settings` were scored, in words for a caption."""
+    if settings.get("validation", CARVED) == CARVED:
+        return f"with {settings['validation_fraction']:.0%} of its training set held out for validation"
+    return "on its whole training split, scored on its generated validation split (balanced, as the test split)"
+
+
 def selection_settings(params: dict[str, Any], tuning_dir: Path | str = TUNING_DIR,
                        section: str = "tuning") -> dict[str, Any]:
-    """The settings every method was selected with (dataset, epochs, validation fraction, seeds, candidates),
-    read from the methods' ``selected.json``; an error when they differ between methods (not the same budget)."""
-    settings = {m: {k: _plain(load_selected(params, m, tuning_dir, section).get(k)) for k in SETTINGS}
+    """The settings every method was selected with (dataset, epochs, validation fraction, seeds, candidates and
+    ``validation``, "carved" where the record has none), read from the methods' ``selected.json``; an error when
+    they differ between methods (not the same budget)."""
+    settings = {m: {k: _plain(load_selected(params, m, tuning_dir, section).get(k, CARVED if k == "validation"
+                                                                                else None)) for k in SETTINGS}
                 for m in tuned_methods(params, section)}
     first = next(iter(settings.values()))
     differ = {m: s for m, s in settings.items() if s != first}

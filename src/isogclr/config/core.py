@@ -160,6 +160,9 @@ class RunConfig:
     # > 0: a tuning run: trains on the training split minus a stratified validation part of this size and is
     # evaluated on that part (isogclr.data.splits); the test split is not read. 0: train, then test.
     validation_fraction: float = 0.0
+    # True: a tuning run on the whole training split, evaluated on the dataset's generated validation split
+    # (tuning.validation: split; load_dataset(..., "val")); the test split is not read
+    validation_split: bool = False
     # data.long_tailed_order: which class of a long-tailed set is frequent (isogclr.data.base.long_tailed_order)
     long_tailed_order: str = FIXED_ORDER
 
@@ -181,7 +184,8 @@ class RunConfig:
 def run_config_dict(cfg: Any) -> dict[str, Any]:
     """A run config (unimodal or image-text) as its ``config.json``: the dataclass as a dict, without ``stream``
     when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
-    in-memory, non-selection runs write the same file as before those options existed; ``long_tailed_order``
+    in-memory, non-selection runs write the same file as before those options existed (``validation_split`` only
+    when True); ``long_tailed_order``
     only for a long-tailed set whose classes are not in id order."""
     out = dataclasses.asdict(cfg)
     if out["method"]["lr"] is None:  # the shared rate: optimizer.lr says it
@@ -190,6 +194,8 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
         del out["stream"]
     if not out["validation_fraction"]:
         del out["validation_fraction"]
+    if not out.get("validation_split", True):
+        del out["validation_split"]
     order = out.get("long_tailed_order")
     if order is not None and (order == FIXED_ORDER or SPECS[cfg.dataset].balanced is None):
         del out["long_tailed_order"]  # written where it applies (a long-tailed set) and is not id order

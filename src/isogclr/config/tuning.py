@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
+from ..dataset_specs import source
 from ..registry import Registry
 from .core import (
     SEARCH,
@@ -38,6 +39,9 @@ if TYPE_CHECKING:  # annotations only
 TUNING_SECTIONS = {"tuning": "val_top1", "bimodal_tuning": "val_recall"}
 
 
+CARVED, SPLIT = "carved", "split"  # tuning.validation
+
+
 @dataclass(frozen=True)
 class TuningSpec:
     """``tuning`` (or ``bimodal_tuning``) in params.yaml: every tuned method of the section gets the same number
@@ -45,6 +49,9 @@ class TuningSpec:
     set held out (``tuning``: a stratified part of ``dataset``'s training split, scored by linear-probe top-1;
     ``bimodal_tuning``: the captions of a cluster-stratified part of the training images of ``bimodal.data``,
     scored by the mean of image and text retrieval R@1, R@5 and R@10 among them), averaged over ``seeds``.
+    ``validation: split`` (``tuning`` on a generated set whose ``data.synthetic.per_class`` has a third count)
+    instead trains each candidate on the whole training split, as the tuned runs, and scores it on the set's
+    generated validation split (balanced, as the test split; ``validation_fraction`` is then not set).
 
     ``methods`` lists the methods the section selects (in params.yaml, a list of names); each one's search
     space lives with the method, ``methods.<m>.search``, over its own knobs: either a grid
@@ -55,17 +62,31 @@ class TuningSpec:
     """
 
     epochs: int
-    validation_fraction: float
     candidates: int
     methods: dict[str, Any]
+    validation_fraction: float = 0.0
     seeds: tuple[int, ...] = (0,)
     dataset: str | None = None  # tuning: required; bimodal_tuning: none (the pairs are bimodal.data)
+    validation: str = CARVED  # CARVED: held out of the training split; SPLIT: the dataset's generated validation split
 
     def __post_init__(self) -> None:
         if self.dataset is not None and self.dataset not in DATASETS:
             raise ValueError(f"dataset: unknown dataset {self.dataset!r} (registered: {sorted(DATASETS)})")
-        if not 0 < self.validation_fraction < 1:
+        if self.validation not in (CARVED, SPLIT):
+            raise ValueError(f"validation: {CARVED!r} or {SPLIT!r}, got {self.validation!r}")
+        if self.validation == CARVED and not 0 < self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction}")
+        if self.validation == SPLIT and self.validation_fraction:
+            raise ValueError(f"validation_fraction: nothing is held out with validation: {SPLIT} (delete it)")
+
+    def record(self) -> dict[str, Any]:
+        """The settings of a selection as ``tuning/<method>/selected.json`` records them (a selection recorded with
+        other settings than params.yaml's is stale): ``validation`` only when it is not carved."""
+        out = {"dataset": self.dataset, "epochs": self.epochs, "validation_fraction": self.validation_fraction,
+               "seeds": list(self.seeds), "candidates": self.candidates}
+        if self.dataset is None:
+            del out["dataset"]
+        return out | ({"validation": self.validation} if self.validation != CARVED else {})
         if self.epochs < 1 or self.candidates < 1 or not self.seeds or not self.methods:
             raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
 
@@ -88,7 +109,25 @@ def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec |
         raise ConfigError(f"{section}.dataset: " + ("required (the unimodal set the candidates train on)"
                                                     if section == "tuning" else
                                                     "not allowed (the candidates train on bimodal.data's pairs)"))
+    if spec.validation == SPLIT:
+        _check_validation_split(params, section, spec)
     return spec
+
+
+def _check_validation_split(params: dict[str, Any], section: str, spec: TuningSpec) -> None:
+    """``validation: split`` needs a generated set whose ``data.synthetic.per_class`` count has a validation count."""
+    where = f"{section}.validation"
+    if section != "tuning":
+        raise ConfigError(f"{where}: {SPLIT!r} is for the unimodal selection (image-text pairs hold out pairs)")
+    name = source(spec.dataset).name
+    if not name.startswith("synth"):
+        raise ConfigError(f"{where}: {spec.dataset} has no generated validation split (only the generated synth* "
+                          f"sets do); use {CARVED!r} with a validation_fraction")
+    counts = ((((params.get("data") or {}).get("synthetic") or {}).get("per_class")) or {}).get(
+        int(name.removeprefix("synth")))
+    if counts is None or len(counts) != 3:
+        raise ConfigError(f"{where}: data.synthetic.per_class.{name.removeprefix('synth')} is {counts!r}; give it a "
+                          "third count, [train, test, val] images per class, to generate the validation split")
 
 
 def tuning_section(params: dict[str, Any], method: str) -> str:
@@ -165,7 +204,8 @@ def _candidate_run(params: dict[str, Any], method: str, candidate: int, at: Meth
     else:
         cfg, epochs, sections = run_config(params, method, spec.dataset, seed), "train.epochs", RUN_SECTIONS
     cfg = method_rate(dataclasses.replace(cfg, method=at, run_id=f"{method}/runs/c{candidate}-s{seed}",
-                                          validation_fraction=spec.validation_fraction))
+                                          validation_fraction=spec.validation_fraction,
+                                          **({"validation_split": True} if spec.validation == SPLIT else {})))
     return apply_setting(cfg, epochs, spec.epochs, f"{section}.epochs", sections)
 
 

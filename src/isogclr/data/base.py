@@ -140,13 +140,15 @@ STREAMS = Registry("stream", {name: spec.stream for name, spec in SPECS.items() 
 
 
 def load_dataset(name: str, root: Path | str, split: str, order_seed: int | None = None) -> ImageData:
-    """Load split ``"train"`` or ``"test"`` of the dataset declared as ``name`` from ``root``: its loader's split,
-    and for a long-tailed set the :func:`long_tailed_positions` of its balanced set's training split, its classes
-    ranked by :func:`long_tailed_order` (``order_seed``: None for id order, else the run's seed)."""
+    """Load split ``"train"``, ``"test"`` or ``"val"`` (the generated sets' validation split, when generated) of the
+    dataset declared as ``name`` from ``root``: its loader's split, and for a long-tailed set the
+    :func:`long_tailed_positions` of its balanced set's training split (its test and validation splits are the
+    balanced set's), its classes ranked by :func:`long_tailed_order` (``order_seed``: None for id order, else the
+    run's seed)."""
     DATASETS.target(name)  # KeyError listing the known ones
     spec = SPECS[name]
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if split not in ("train", "test", "val"):
+        raise ValueError(f"split must be 'train', 'test' or 'val', got {split!r}")
     data = DATASETS[name](Path(root), split)
     if spec.balanced is not None and split == "train":
         order = long_tailed_order(data.num_classes, order_seed)

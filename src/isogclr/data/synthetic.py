@@ -33,29 +33,34 @@ TEXTURES = ["plain", "vstriped", "hstriped", "checkered", "ringed"]
 NUM_SUPERCLASSES = len(LOBES) * len(STYLES)  # 20
 FINE_PER_SUPERCLASS = len(TEXTURES)  # 5
 TEN_CLASS_SUPERCLASSES = (0, 1, 2, 5, 6, 10, 11, 15, 16, 17)
+# the splits of a variant, in the order of its per_class counts (val: when it has a third), with their split seeds
+SPLITS = (("train", 1), ("test", 2), ("val", 3))
 
 
 @dataclass(frozen=True)
 class SyntheticSpec:
     """What to generate; every field is a key under ``data.synthetic`` in params.yaml.
 
-    ``per_class`` maps a variant (10 or 100 classes) to its (train, test) images per class;
+    ``per_class`` maps a variant (10 or 100 classes) to its (train, test) images per class, or (train, test,
+    val): a third count writes a balanced validation split ``val`` too (split seed 3, as train's is 1 and test's 2),
+    which a selection may score on (``tuning.validation: split``) instead of carving it from the training split;
     each variant is written to its own folder ``c10/`` or ``c100/``.
     """
 
     seed: int = 0
     image_size: int = 32
     noise: float = 0.08
-    per_class: dict[int, tuple[int, int]] = field(default_factory=lambda: {10: (500, 100), 100: (100, 20)})
+    per_class: dict[int, tuple[int, ...]] = field(default_factory=lambda: {10: (500, 100), 100: (100, 20)})
 
     def __post_init__(self) -> None:
         if self.image_size < 8:
             raise ValueError(f"data.synthetic.image_size must be >= 8, got {self.image_size}")
-        for variant, (train, test) in self.per_class.items():
+        for variant, counts in self.per_class.items():
             if variant not in (10, 100):
                 raise ValueError(f"data.synthetic.per_class: variants are 10 and 100, got {variant}")
-            if train < 1 or test < 1:
-                raise ValueError(f"data.synthetic.per_class.{variant}: counts must be >= 1, got {(train, test)}")
+            if len(counts) not in (2, 3) or min(counts) < 1:
+                raise ValueError(f"data.synthetic.per_class.{variant}: [train, test] or [train, test, val] images per "
+                                 f"class, each >= 1, got {list(counts)}")
 
 
 def spec_from_dict(raw: dict) -> SyntheticSpec:
@@ -199,9 +204,9 @@ def _write_variants(spec: SyntheticSpec, tmp: Path) -> dict[str, int]:
     from PIL import Image
 
     counts = {}
-    for variant, (train, test) in sorted(spec.per_class.items()):
+    for variant, sizes in sorted(spec.per_class.items()):
         folders = dict(zip(fine_classes(variant), class_folders(variant), strict=True))
-        for name, per_class, split_seed in (("train", train, 1), ("test", test, 2)):
+        for (name, split_seed), per_class in zip(SPLITS[:len(sizes)], sizes, strict=True):
             arrays = generate_split(spec, variant, per_class, split_seed)
             split_dir = tmp / f"c{variant}" / name
             for folder in folders.values():
@@ -225,6 +230,10 @@ def _load_split(root: Path, num_classes: int, split: str) -> tuple[ImageData, pd
     ensure_tracked(Path(root) / "synthetic")  # rebuilt from data/synthetic.json when missing or stale
     folder = Path(root) / "synthetic" / f"c{num_classes}"
     table = folder / f"{split}.csv"
+    if split == "val" and (folder / "train.csv").is_file() and not table.is_file():
+        raise FileNotFoundError(f"{table} not found: the generated set has no validation split; give "
+                                f"data.synthetic.per_class.{num_classes} a third count, [train, test, val], and "
+                                "regenerate it (the `synthetic` stage of dvc.yaml)")
     if not table.is_file():
         raise FileNotFoundError(f"{table} not found (nor the manifest {Path(root) / 'synthetic.json'} to rebuild "
                                 f"it from): generate it with `python -m isogclr synthetic --out "

@@ -222,18 +222,21 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
 def load_splits(cfg: RunConfig):
     """(training data, evaluation data, training data as the probe sees it) of run ``cfg``.
 
-    Small sets are held in memory whole; a tuning run (``validation_fraction``) evaluates on a validation part
-    of the training split and never reads the test split. Paper-scale sets are listed, decoded and augmented
+    Small sets are held in memory whole; a tuning run evaluates on a validation part of the training split
+    (``validation_fraction``), or trains on all of it and evaluates on the generated validation split
+    (``validation_split``), and never reads the test split. Paper-scale sets are listed, decoded and augmented
     per sample in worker processes (:mod:`isogclr.data.streaming`).
     """
     if cfg.stream is None:
         train_data = load_dataset(cfg.dataset, cfg.data_root, "train", cfg.order_seed)
         if cfg.validation_fraction:
             train_data, test_data = validation_split(train_data, cfg.validation_fraction)
+        elif cfg.validation_split:
+            test_data = load_dataset(cfg.dataset, cfg.data_root, "val")
         else:
             test_data = load_dataset(cfg.dataset, cfg.data_root, "test")
         return train_data, test_data, train_data
-    if cfg.validation_fraction:
+    if cfg.validation_fraction or cfg.validation_split:
         raise ValueError(f"{cfg.run_id}: a validation split of a streamed dataset ({cfg.dataset}) is not "
                          "supported; tune on an in-memory dataset")
     size, streaming = cfg.stream.image_size, _streaming(cfg)

@@ -108,12 +108,8 @@ def _select(rows: list[dict], method: str, spec: TuningSpec, candidates: list[di
     if all(math.isnan(s) for s in scores):
         return "diverged", f"tuning {method}: every candidate diverged (tuning/{method}/runs); see the log"
     best = max(range(len(candidates)), key=lambda i: (-math.inf if math.isnan(scores[i]) else scores[i], -i))
-    selection = {"method": method, "dataset": spec.dataset, "epochs": spec.epochs,
-                 "validation_fraction": spec.validation_fraction, "seeds": list(spec.seeds),
-                 "candidates": spec.candidates, "space": spec.methods[method], "knobs": candidates[best],
+    selection = {"method": method, **spec.record(), "space": spec.methods[method], "knobs": candidates[best],
                  column: round(scores[best], 4)}
-    if spec.dataset is None:
-        del selection["dataset"]
     save_text(csv_text(rows), out / "candidates.csv")
     save_json(selection, out / "selected.json")
     print(f"[tune {method}] selected candidate {best} {candidates[best]}: validation {column} {scores[best]:.2f}% "
