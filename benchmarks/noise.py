@@ -74,10 +74,12 @@ SETTINGS = {
     "lr2.0": {"train.optimizer.lr": 2.0},
     "lr1.2": {"train.optimizer.lr": 1.2},
     "lr0.8": {"train.optimizer.lr": 0.8},
+    "lr1.0": {"train.optimizer.lr": 1.0},
     "lr0.5": {"train.optimizer.lr": 0.5},
     "lr0.8-warmup2.5%": {"train.optimizer.lr": 0.8, "warmup_fraction": 0.025},
     "lr1.2-warmup2.5%": {"train.optimizer.lr": 1.2, "warmup_fraction": 0.025},
     "lr0.8-1.5x": {"train.optimizer.lr": 0.8, "epochs_scale": 1.5},
+    "lr0.8-1.25x": {"train.optimizer.lr": 0.8, "epochs_scale": 1.25},
     "lr0.8-clip1": {"train.optimizer.lr": 0.8, "clip": 1.0},
     # the long-tailed set's frequent class drawn from the seed (data.long_tailed_order: by_seed)
     "lr0.8-order": {"train.optimizer.lr": 0.8, "data.long_tailed_order": "by_seed"},
