@@ -44,6 +44,7 @@ def test_params_yaml_is_the_mini_profile():
     (lambda p: p["table1"].update(seeds=[-1]), "table1.seeds"),
     (lambda p: p["temperatures"].update(methods=["simclr_x"]), "temperatures.methods"),
     (lambda p: p["data"].update(long_tailed_order="random"), "data.long_tailed_order"),
+    (lambda p: p["tuning"].update(epochs=0), "tuning"),
 ])
 def test_invalid_values_name_their_key(smoke_params, edit, key):
     params = copy.deepcopy(smoke_params)

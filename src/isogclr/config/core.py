@@ -185,8 +185,7 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
     """A run config (unimodal or image-text) as its ``config.json``: the dataclass as a dict, without ``stream``
     when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
     in-memory, non-selection runs write the same file as before those options existed (``validation_split`` only
-    when True); ``long_tailed_order``
-    only for a long-tailed set whose classes are not in id order."""
+    when True, ``long_tailed_order`` only for a long-tailed set whose classes are not in id order)."""
     out = dataclasses.asdict(cfg)
     if out["method"]["lr"] is None:  # the shared rate: optimizer.lr says it
         del out["method"]["lr"]

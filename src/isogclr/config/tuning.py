@@ -78,6 +78,8 @@ class TuningSpec:
             raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction}")
         if self.validation == SPLIT and self.validation_fraction:
             raise ValueError(f"validation_fraction: nothing is held out with validation: {SPLIT} (delete it)")
+        if self.epochs < 1 or self.candidates < 1 or not self.seeds or not self.methods:
+            raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
 
     def record(self) -> dict[str, Any]:
         """The settings of a selection as ``tuning/<method>/selected.json`` records them (a selection recorded with
@@ -87,8 +89,6 @@ class TuningSpec:
         if self.dataset is None:
             del out["dataset"]
         return out | ({"validation": self.validation} if self.validation != CARVED else {})
-        if self.epochs < 1 or self.candidates < 1 or not self.seeds or not self.methods:
-            raise ValueError("need epochs >= 1, candidates >= 1, and non-empty seeds and methods")
 
 
 def tuning_spec(params: dict[str, Any], section: str = "tuning") -> TuningSpec | None:
