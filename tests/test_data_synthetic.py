@@ -106,6 +106,10 @@ def test_a_class_order_ranks_the_classes_from_head_to_tail():
     assert counts[order].tolist() == np.bincount(labels[long_tailed_positions(labels, 10.0)]).tolist()
     with pytest.raises(ValueError, match="each class"):
         long_tailed_positions(labels, 10.0, [0, 1, 2, 2])
+    with pytest.raises(ValueError, match="each class"):
+        long_tailed_positions(labels, 10.0, [2, 0, 3])
+    few = labels[labels != 1]  # a split without class 1: its id in the order is skipped
+    assert long_tailed_positions(few, 10.0, order).tolist() == long_tailed_positions(few, 10.0, [2, 0, 3]).tolist()
 
 
 def test_the_class_order_by_seed_is_a_permutation_every_class_heads_and_tails():

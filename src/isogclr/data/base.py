@@ -97,13 +97,13 @@ def long_tailed_positions(labels: np.ndarray, imbalance_ratio: float = 100.0,
                           order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """Exponential profile of Cao et al. (2019): the class of rank r keeps int(n_max * (1/ratio)^(r/(C-1))) samples.
 
-    ``order`` lists the class ids from head (rank 0) to tail; by default the classes in id order (class 0 is the
-    head), as Cao et al. Within a class the first samples in split order are kept, so the subset is deterministic
-    and nested across ratios.
+    ``order`` lists the class ids from head (rank 0) to tail (ids absent from ``labels`` are skipped); by default
+    the classes in id order (class 0 is the head), as Cao et al. Within a class the first samples in split order
+    are kept, so the subset is deterministic and nested across ratios.
     """
     labels = np.asarray(labels)
     classes = np.unique(labels)
-    ranked = classes if order is None else np.asarray(order)
+    ranked = classes if order is None else np.asarray([c for c in order if c in set(classes.tolist())])
     if sorted(ranked.tolist()) != classes.tolist():
         raise ValueError(f"order must list each class of the labels once, got {ranked.tolist()} for classes "
                          f"{classes.tolist()}")
@@ -151,6 +151,6 @@ def load_dataset(name: str, root: Path | str, split: str, order_seed: int | None
         raise ValueError(f"split must be 'train', 'test' or 'val', got {split!r}")
     data = DATASETS[name](Path(root), split)
     if spec.balanced is not None and split == "train":
-        order = long_tailed_order(data.num_classes, order_seed)
+        order = None if order_seed is None else long_tailed_order(data.num_classes, order_seed)
         data = data.subset(long_tailed_positions(data.labels.numpy(), spec.imbalance_ratio, order))
     return data
