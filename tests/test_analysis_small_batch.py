@@ -33,6 +33,26 @@ def test_batch_verdicts_per_batch_size_and_small_against_large():
     assert out[0].status == "supported"
 
 
+def test_the_headline_at_its_own_budget_and_at_equal_steps():
+    """The headline's runs may come from a budget of their own (where the large batch learns), with the small batch
+    at equal steps beside them: two rows, each the interaction of its own runs, the 2-epoch rows untouched."""
+    by_batch = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("simclr", 256): 35.0, ("sogclr", 256): 36.0})
+    headline = runs({("simclr", 32): 40.0, ("sogclr", 32): 41.0, ("simclr", 256): 44.0, ("sogclr", 256): 43.0})
+    headline.loc[(headline.method == "sogclr") & (headline.seed == 2) & (headline.value == 256), "top1"] += 0.6
+    steps = runs({("simclr", 32): 36.0, ("sogclr", 32): 39.0})
+    out = batch_verdicts(by_batch, [32, 256], PAPER, headline=headline, equal_steps=steps,
+                         steps_budget="equal steps: b=32 for 1 epochs (155 steps), b=256 for 8 (152)")
+    assert [v.claim for v in out[2:]] == [
+        "SogCLR: shrinking the batch from 256 to 32 costs SogCLR less than SimCLR (the interaction)",
+        "SogCLR: shrinking the batch from 256 to 32 costs SogCLR less than SimCLR (the interaction, equal steps)"]
+    assert out[0].effect == pytest.approx(3.0)  # the 2-epoch runs, not the headline's
+    # equal epochs: (41 - 43) - (40 - 44) = +2, seed 2 +0.6 at b=256 only: mean +2 - 0.2
+    assert out[2].effect == pytest.approx(2.0 - 0.2)
+    # equal steps: (39 - 43) - (36 - 44) = +4, minus the same 0.2
+    assert out[3].effect == pytest.approx(4.0 - 0.2) and "b=32 for 1 epochs (155 steps)" in out[3].evidence
+    assert out[3].status == "supported" and "SimCLR drops" in out[3].evidence
+
+
 def test_the_interaction_at_one_seed_is_not_testable_and_says_so():
     """The smoke profile runs one seed: no interval, and the former row's line says so instead of failing."""
     by_batch = runs({("simclr", 32): 30.0, ("sogclr", 32): 33.0, ("simclr", 256): 35.0, ("sogclr", 256): 36.0},

@@ -68,3 +68,18 @@ def test_check_differs_only_names_the_other_keys(tmp_path):
     check_differs_only([(tmp_path / "a", tmp_path / "b")], key="train.epochs")
     with pytest.raises(ValueError, match=r"differ in \['train.epochs', 'train.lr'\]"):
         check_differs_only([(tmp_path / "a", tmp_path / "b"), (tmp_path / "a", tmp_path / "c")], key="train.epochs")
+
+
+def test_the_studies_a_report_reads_in_either_section():
+    """A report finds the optional studies it shows by their ``report`` (the paper profile runs no rho sweep; the
+    mini profile no headline study until it defines one), in ``studies`` or in ``bimodal_studies``."""
+    from isogclr.analysis.studies import studies_read_by
+
+    params = {"studies": {"batch_size": {"report": "small_batch", "knob": "train.batch_size"},
+                          "rho": {"report": "ablations"}, "ladder": {"report": ["budget_ladder", "small_batch"]}},
+              "bimodal_studies": {"rho_pairs": {"report": "bimodal"}}}
+    assert studies_read_by(params, "small_batch") == ["batch_size", "ladder"]
+    assert studies_read_by(params, "small_batch", knob="train.batch_size") == ["batch_size"]
+    assert studies_read_by(params, "bimodal") == []
+    assert studies_read_by(params, "bimodal", section="bimodal_studies") == ["rho_pairs"]
+    assert studies_read_by({}, "bimodal", section="bimodal_studies") == []

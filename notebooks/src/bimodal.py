@@ -60,9 +60,9 @@ from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimod
 from isogclr.analysis.explain import pairs_scale_sentence
 from isogclr.analysis.head_clusters import cluster_means, load_study_taus, slack_table, slack_verdict
 from isogclr.analysis.stats import at_bound
-from isogclr.analysis.studies import check_differs_only, study_run_path
+from isogclr.analysis.studies import check_differs_only, studies_read_by, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import write_verdicts
+from isogclr.analysis.verdicts import not_testable, write_verdicts
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
 from isogclr.config.bimodal import (
     bimodal_paper_rows,
@@ -323,19 +323,27 @@ pd.concat([largest.assign(group="largest"), smallest.assign(group="smallest")])[
 # others', and the share of each group's pairs at tau_min.
 
 # %%
+SWEEPS = {"near-duplicates": "rho_pairs", "objects": "rho_pairs_objects"}  # a profile may run neither (paper)
 sweep_taus = {}
-for study, clusters in (("rho_pairs", "near-duplicates"), ("rho_pairs_objects", "objects")):
-    sweep = bimodal_study_spec(params, study)
-    sweep_taus[clusters] = load_study_taus(studies_dir, study, "isogclr_bimodal", sweep.values, sweep.seeds)
-sweep_table = pd.concat({c: slack_table(t) for c, t in sweep_taus.items()}, names=["clusters", "row"])
-sweep_table = sweep_table.reset_index("row", drop=True).set_index(["rho", "seed"], append=True).round(4)
+for clusters, study in SWEEPS.items():
+    if study in studies_read_by(params, "bimodal", section="bimodal_studies"):
+        sweep = bimodal_study_spec(params, study)
+        sweep_taus[clusters] = load_study_taus(studies_dir, study, "isogclr_bimodal", sweep.values, sweep.seeds)
+not_run = [f"bimodal_studies.{SWEEPS[c]}" for c in SWEEPS if c not in sweep_taus]
+sweep_table = (pd.concat({c: slack_table(t) for c, t in sweep_taus.items()}, names=["clusters", "row"])
+               .reset_index("row", drop=True).set_index(["rho", "seed"], append=True).round(4)
+               if sweep_taus else pd.DataFrame())
 write_table(sweep_table, tables / "bimodal_rho_sweep",
             f"iSogCLR's rho sweep on the two kinds of cluster: clusters above e^-rho (slack) and below (bound), their "
-            f"mean tau_image (over clusters) and share of pairs at tau_min, profile `{profile}`, {spec.epochs} epochs.")
+            f"mean tau_image (over clusters) and share of pairs at tau_min, profile `{profile}`, {spec.epochs} epochs."
+            + (f" Not run in this profile: {', '.join(not_run)}." if not_run else ""))
 sweep_table
 
 # %%
-fig, axes = plt.subplots(1, len(sweep_taus), figsize=(5.5 * len(sweep_taus), 3.8), sharey=True, squeeze=False)
+fig, axes = plt.subplots(1, max(len(sweep_taus), 1), figsize=(5.5 * max(len(sweep_taus), 1), 3.8), sharey=True,
+                         squeeze=False)
+if not sweep_taus:
+    axes[0][0].text(0.5, 0.5, f"not run in profile {profile}", ha="center", va="center")
 for ax, (clusters, t) in zip(axes[0], sweep_taus.items(), strict=True):
     means = cluster_means(t).groupby(["value", "cluster"])[["share", "tau_image"]].mean().reset_index()
     for i, (rho, one) in enumerate(means.groupby("value")):
@@ -346,7 +354,8 @@ for ax, (clusters, t) in zip(axes[0], sweep_taus.items(), strict=True):
     ax.set_xlabel("cluster's share of the pairs (dashed: e^-rho)")
     ax.set_title(f"clusters = {clusters}", fontsize=10)
 axes[0][0].set_ylabel("mean tau_image of the cluster (grey: tau_min)")
-axes[0][0].legend(fontsize=8)
+if sweep_taus:
+    axes[0][0].legend(fontsize=8)
 save_figure(fig, reports_dir, "bimodal_rho_sweep")
 
 # %% [markdown]
@@ -368,13 +377,18 @@ claims = bimodal_verdicts(runs, methods, paper, paper_rows, budgets, cells, pape
                           large_tau=settings.get("clip_large_tau", {}).get("tau"),
                           tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01), floors=floors)
 selected_rho = json.loads(Path(runs_dir, bimodal_run_id("isogclr_bimodal", seeds[0]), "knobs.json").read_text())["rho"]
-objects = sweep_taus["objects"]
-nearest = min(objects["value"].unique(), key=lambda v: abs(v - selected_rho))  # the sweep's rho nearest the selection
-claims += [
-    tau_frequency_verdict(objects[objects.value == nearest].assign(method="isogclr_bimodal"),
-                          claim=f"{TAU_FREQUENCY_CLAIM} (object clusters: semantic neighbours; rho {nearest:g})"),
-    *(slack_verdict(t, f"RGCL (Sec. 4), {clusters} as clusters: a cluster whose share of the pairs exceeds e^-rho "
-                       "learns a smaller tau (towards tau_min) than the others") for clusters, t in sweep_taus.items()),
-]
+objects_claim = f"{TAU_FREQUENCY_CLAIM} (object clusters: semantic neighbours)"
+if "objects" in sweep_taus:
+    objects = sweep_taus["objects"]
+    nearest = min(objects["value"].unique(), key=lambda v: abs(v - selected_rho))  # the sweep's rho nearest the selection
+    claims.append(tau_frequency_verdict(objects[objects.value == nearest].assign(method="isogclr_bimodal"),
+                                        claim=f"{objects_claim[:-1]}; rho {nearest:g})"))
+else:
+    claims.append(not_testable(objects_claim, f"not run in profile {profile}: bimodal_studies.{SWEEPS['objects']}"))
+for clusters, study in SWEEPS.items():
+    claim = (f"RGCL (Sec. 4), {clusters} as clusters: a cluster whose share of the pairs exceeds e^-rho learns a "
+             "smaller tau (towards tau_min) than the others")
+    claims.append(slack_verdict(sweep_taus[clusters], claim) if clusters in sweep_taus
+                  else not_testable(claim, f"not run in profile {profile}: bimodal_studies.{study}"))
 verdicts = write_verdicts(claims, reports_dir, "bimodal")
 verdicts

@@ -33,11 +33,13 @@ from isogclr.reports.notebook import setup_report
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import display
 
 from isogclr.analysis.explain import scale_sentence
-from isogclr.analysis.studies import collect_study, study_curves
+from isogclr.analysis.studies import collect_study, studies_read_by, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.small_batch import batch_verdicts, burn_in_verdict, curve_verdicts, emc2_verdicts, table6_verdict
+from isogclr.analysis.small_batch import (batch_verdicts, burn_in_verdict, curve_verdicts, emc2_verdicts, final_steps,
+                                          table6_verdict)
 from isogclr.analysis.table1 import no_learning_floors
 from isogclr.analysis.testbed import reference_runs
 from isogclr.analysis.verdicts import Verdict, write_verdicts
@@ -76,14 +78,42 @@ table2.round(2)
 # %% [markdown]
 # **The headline as the paper means it**: SogCLR needs no large batch, i.e. shrinking the batch costs SogCLR less than
 # it costs SimCLR. Its effect is the interaction (SogCLR's change from the largest to the smallest batch minus
-# SimCLR's), paired by seed, at equal epochs as the paper (the smallest batch takes more steps). It is testable
-# only where the paper's premise holds (SimCLR drops as its batch shrinks) and the large-batch runs learned (above
-# the best no-learning probe of the dataset, the `references` rows).
+# SimCLR's), paired by seed, at equal epochs as the paper (the smallest batch takes more steps), and at equal
+# steps beside it (the smallest batch for fewer epochs). It is testable only where the paper's premise holds
+# (SimCLR drops as its batch shrinks) and the large-batch runs learned (above the best no-learning probe of the
+# dataset, the `references` rows). Where the profile defines them, the studies `batch_headline` (a budget at which
+# the largest batch learns) and `batch_headline_steps` (the smallest batch at the same steps) hold its runs;
+# otherwise the `batch_size` study's.
 
 # %%
 ref_spec = table_spec(params, "references")
 floors = {} if ref_spec is None else no_learning_floors(reference_runs(runs_dir, ref_spec.datasets, ref_spec.seeds))
-verdicts += batch_verdicts(by_batch, batch.values, paper, floor=floors.get(batch.dataset))
+defined = studies_read_by(params, "small_batch")
+headline = collect_study(params, "batch_headline", studies_dir) if "batch_headline" in defined else None
+equal_steps = steps_budget = None
+headline_table = pd.DataFrame()
+caption_h = (f"SogCLR's headline, profile `{profile}`: not run at a budget of its own (the profile defines no "
+             "studies.batch_headline with batch_headline_steps); its rows are the batch_size study's, at equal epochs.")
+if headline is not None and "batch_headline_steps" in defined:
+    equal_steps = collect_study(params, "batch_headline_steps", studies_dir)
+    steps = {name: final_steps(study_curves(params, name, studies_dir)) for name in ("batch_headline",
+                                                                                   "batch_headline_steps")}
+    small_h, large_h = min(headline.value), max(headline.value)
+    steps_budget = (f"equal steps: b={small_h} for {pretraining_epochs(params, study='batch_headline_steps')} "
+                    f"epochs ({steps['batch_headline_steps'][small_h]} steps), b={large_h} for "
+                    f"{pretraining_epochs(params, study='batch_headline')} ({steps['batch_headline'][large_h]})")
+    sizes = pd.concat([headline.assign(epochs=pretraining_epochs(params, study="batch_headline")),
+                       equal_steps.assign(epochs=pretraining_epochs(params, study="batch_headline_steps"))])
+    headline_table = sizes.pivot_table(index="method", columns=["value", "epochs"], values="top1", aggfunc="mean")
+    headline_table.columns = [f"b={b}, {e} epochs" for b, e in headline_table.columns]
+    caption_h = (f"SogCLR's headline, profile `{profile}`: linear-probe top-1 (%) on {batch.dataset}, seeds "
+                 f"{sorted(set(headline.seed))}, at equal epochs and at equal steps ({steps_budget}).")
+write_table(headline_table.round(2), Path(reports_dir) / "tables" / "batch_headline", caption_h)
+print(caption_h)
+if not headline_table.empty:
+    display(headline_table.round(2))
+verdicts += batch_verdicts(by_batch, batch.values, paper, floor=floors.get(batch.dataset), headline=headline,
+                           equal_steps=equal_steps, steps_budget=steps_budget or "")
 
 # %% [markdown]
 # ## SogCLR Table 6: small-batch methods at b = 32 (and EMC2's baselines)

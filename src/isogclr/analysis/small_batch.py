@@ -21,20 +21,33 @@ EMC2_METRICS = (("top1", "linear probe"), ("knn1_top1", "1-NN"))
 
 
 def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.DataFrame,
-                   floor: float | None = None) -> list[Verdict]:
+                   floor: float | None = None, headline: pd.DataFrame | None = None,
+                   equal_steps: pd.DataFrame | None = None, steps_budget: str = "") -> list[Verdict]:
     """SogCLR Tables 2/3: SogCLR > SimCLR at each batch size of ``values`` (the paper's effect where its Table 3, 100
     epochs, has that batch size), and the headline as an interaction (:func:`headline_verdict`, ``floor``: the best
-    no-learning score of the study's dataset)."""
+    no-learning score of the study's dataset).
+
+    ``headline``: the runs of the headline at a budget of its own (a study where the large batch learns; default
+    ``by_batch``), at equal epochs; ``equal_steps``: runs at the smallest of their batch sizes for as many steps
+    as ``headline``'s largest batch takes (fewer epochs), the same interaction at equal steps beside it
+    (``steps_budget``: the sentence that says so)."""
     paper3 = paper[(paper.table == 3) & (paper.epochs == 100)]
     out = [compare(f"SogCLR Tables 2/3: SogCLR > SimCLR at batch {b}",
                    ("sogclr", per_seed(by_batch, method="sogclr", value=b)),
                    ("simclr", per_seed(by_batch, method="simclr", value=b)),
                    paper_effect=paper_difference(paper3, "sogclr", "simclr", number="top1", batch=b)) for b in values]
-    return out + [headline_verdict(by_batch, values, paper3, floor)]
+    head = by_batch if headline is None else headline
+    sizes = sorted(set(head.value)) if headline is not None else list(values)
+    out.append(headline_verdict(head, sizes, paper3, floor))
+    if equal_steps is not None:
+        small, large = min(sizes), max(sizes)
+        frame = pd.concat([head[head.value == large], equal_steps[equal_steps.value == small]])
+        out.append(headline_verdict(frame, [small, large], paper3, floor, budget=steps_budget or "equal steps"))
+    return out
 
 
 def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.DataFrame,
-                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN) -> Verdict:
+                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN, budget: str = "") -> Verdict:
     """SogCLR's headline as the paper means it: shrinking the batch costs SogCLR less than SimCLR. The effect per
     seed is the interaction
 
@@ -43,7 +56,8 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
     (b_small, b_large: the smallest and largest of ``values``), with its Student-t interval over seeds; the paper's
     effect is the same difference between the smallest and largest batch of its Table 3 at 100 epochs (``paper3``,
     the transcribed rows method, batch, top1). Equal epochs, as the paper: b_small takes b_large / b_small
-    times the steps. Preconditions: the large-batch runs learned (both means above ``floor + margin``, when a
+    times the steps; ``budget`` names another budget the runs share (equal steps: b_small for fewer epochs), a
+    claim of its own. Preconditions: the large-batch runs learned (both means above ``floor + margin``, when a
     floor is given) and the paper's premise holds, SimCLR drops as its batch shrinks (SimCLR(b_large) -
     SimCLR(b_small) supported)."""
     small, large = min(values), max(values)
@@ -57,11 +71,12 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
     paper_effect = None if None in (a, b, c, d) else (a - b) - (c - d)
     old = compare("", (f"sogclr b={small}", sog_s), (f"simclr b={large}", sim_l))
     interaction = effect(
-        f"SogCLR: shrinking the batch from {large} to {small} costs SogCLR less than SimCLR (the interaction)",
+        f"SogCLR: shrinking the batch from {large} to {small} costs SogCLR less than SimCLR "
+        f"(the interaction{', ' + budget.split(':')[0] if budget else ''})",
         {s: (sog_s[s] - sog_l[s]) - (sim_s[s] - sim_l[s]) for s in seeds},
         what=f"(sogclr b={small} - b={large}) - (simclr b={small} - b={large})", paper_effect=paper_effect,
-        detail=f"equal epochs, b={small} takes {large // small}x the steps of b={large}; SogCLR b={small} - SimCLR "
-               f"b={large} (the former row): {_estimate(old)}")
+        detail=f"{budget or f'equal epochs, b={small} takes {large // small}x the steps of b={large}'}; SogCLR "
+               f"b={small} - SimCLR b={large} (the former row): {_estimate(old)}")
     dropped = compare(f"SimCLR drops from b={large} to b={small}", (f"simclr b={large}", sim_l),
                       (f"simclr b={small}", sim_s))
     checks = [premise(f"SimCLR drops as its batch shrinks (b={large} - b={small})", dropped)]
@@ -69,6 +84,12 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
         checks.insert(0, above_floor({f"simclr b={large}": mean_of(sim_l), f"sogclr b={large}": mean_of(sog_l)},
                                      floor, margin))
     return require(interaction, *checks)
+
+
+def final_steps(curves: pd.DataFrame) -> dict[int, int]:
+    """The optimizer steps a study's runs took, per batch size (``curves``: :func:`~isogclr.analysis.studies.
+    study_curves`; the runs of one batch size take the same steps)."""
+    return {int(b): int(s) for b, s in curves.groupby("value")["step"].max().items()}
 
 
 def _estimate(verdict: Verdict) -> str:

@@ -19,10 +19,11 @@ import pandas as pd
 from ..config.studies import study_reports, study_run_dir, study_spec
 
 
-def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None) -> list[str]:
-    """The names of the studies (``studies`` in params.yaml) whose ``report`` names or lists ``report``, in
-    params.yaml's order; with ``knob``, only those of that knob."""
-    return [name for name, spec in (params.get("studies") or {}).items()
+def studies_read_by(params: Mapping[str, Any], report: str, knob: str | None = None,
+                    section: str = "studies") -> list[str]:
+    """The names of the studies (``section`` in params.yaml: ``studies`` or ``bimodal_studies``) whose ``report``
+    names or lists ``report``, in params.yaml's order; with ``knob``, only those of that knob."""
+    return [name for name, spec in (params.get(section) or {}).items()
             if isinstance(spec, dict) and report in study_reports(spec.get("report"))
             and (knob is None or spec.get("knob") == knob)]
 

@@ -69,7 +69,7 @@ REPORTS: dict[str, Report] = {
         "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # runs: the no-learning floor (references)
         params=("profile", "references"), paper=("sogclr_batch",),
-        tables=("batch_size", "small_batch", "standard_batch", "emc2_burn_in"),
+        tables=("batch_size", "batch_headline", "small_batch", "standard_batch", "emc2_burn_in"),
         figures=("emc2_curves",)),
     "emc2_convergence": Report(
         "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
