@@ -84,6 +84,15 @@ SETTINGS = {
     # the long-tailed set's frequent class drawn from the seed (data.long_tailed_order: by_seed)
     "lr0.8-order": {"train.optimizer.lr": 0.8, "data.long_tailed_order": "by_seed"},
     "lr1.2-order": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed"},
+    "lr1.0-order": {"train.optimizer.lr": 1.0, "data.long_tailed_order": "by_seed"},
+    # SogCLR's headline (studies.batch_headline): a budget at which the large batch learns, and the small batch at
+    # equal steps (synth10_lt only, where 12 epochs scale to these; --methods simclr sogclr)
+    "lr1.2-order-b512-e16": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
+                             "train.batch_size": 512, "epochs_scale": 16 / 12},
+    "lr1.2-order-b256-e8": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
+                            "train.batch_size": 256, "epochs_scale": 8 / 12},
+    "lr1.2-order-b32-e1": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
+                           "train.batch_size": 32, "epochs_scale": 1 / 12},
 }
 
 
