@@ -88,22 +88,22 @@ table2.round(2)
 # %%
 ref_spec = table_spec(params, "references")
 floors = {} if ref_spec is None else no_learning_floors(reference_runs(runs_dir, ref_spec.datasets, ref_spec.seeds))
-defined = studies_read_by(params, "small_batch")
-headline = collect_study(params, "batch_headline", studies_dir) if "batch_headline" in defined else None
-equal_steps = steps_budget = None
+own_budget = {"batch_headline", "batch_headline_steps"} <= set(studies_read_by(params, "small_batch"))
+headline = equal_steps = steps_budget = None
 headline_table = pd.DataFrame()
 caption_h = (f"SogCLR's headline, profile `{profile}`: not run at a budget of its own (the profile defines no "
              "studies.batch_headline with batch_headline_steps); its rows are the batch_size study's, at equal epochs.")
-if headline is not None and "batch_headline_steps" in defined:
-    equal_steps = collect_study(params, "batch_headline_steps", studies_dir)
-    steps = {name: final_steps(study_curves(params, name, studies_dir)) for name in ("batch_headline",
-                                                                                   "batch_headline_steps")}
+if own_budget:
+    headline, equal_steps = (collect_study(params, name, studies_dir) for name in ("batch_headline",
+                                                                                  "batch_headline_steps"))
+    epochs_h = {name: pretraining_epochs(params, study=name) for name in ("batch_headline", "batch_headline_steps")}
+    steps = {name: final_steps(study_curves(params, name, studies_dir)) for name in epochs_h}
     small_h, large_h = min(headline.value), max(headline.value)
-    steps_budget = (f"equal steps: b={small_h} for {pretraining_epochs(params, study='batch_headline_steps')} "
-                    f"epochs ({steps['batch_headline_steps'][small_h]} steps), b={large_h} for "
-                    f"{pretraining_epochs(params, study='batch_headline')} ({steps['batch_headline'][large_h]})")
-    sizes = pd.concat([headline.assign(epochs=pretraining_epochs(params, study="batch_headline")),
-                       equal_steps.assign(epochs=pretraining_epochs(params, study="batch_headline_steps"))])
+    steps_budget = (f"equal steps: b={small_h} for {epochs_h['batch_headline_steps']} epochs "
+                    f"({steps['batch_headline_steps'][small_h]} steps), b={large_h} for {epochs_h['batch_headline']} "
+                    f"({steps['batch_headline'][large_h]})")
+    sizes = pd.concat([headline.assign(epochs=epochs_h["batch_headline"]),
+                       equal_steps.assign(epochs=epochs_h["batch_headline_steps"])])
     headline_table = sizes.pivot_table(index="method", columns=["value", "epochs"], values="top1", aggfunc="mean")
     headline_table.columns = [f"b={b}, {e} epochs" for b, e in headline_table.columns]
     caption_h = (f"SogCLR's headline, profile `{profile}`: linear-probe top-1 (%) on {batch.dataset}, seeds "

@@ -42,12 +42,14 @@ def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.Data
     if equal_steps is not None:
         small, large = min(sizes), max(sizes)
         frame = pd.concat([head[head.value == large], equal_steps[equal_steps.value == small]])
-        out.append(headline_verdict(frame, [small, large], paper3, floor, budget=steps_budget or "equal steps"))
+        out.append(headline_verdict(frame, [small, large], paper3, floor, label="equal steps",
+                                    budget=steps_budget or "equal steps"))
     return out
 
 
 def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.DataFrame,
-                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN, budget: str = "") -> Verdict:
+                     floor: float | None = None, margin: float = NO_LEARNING_MARGIN, label: str = "",
+                     budget: str = "") -> Verdict:
     """SogCLR's headline as the paper means it: shrinking the batch costs SogCLR less than SimCLR. The effect per
     seed is the interaction
 
@@ -56,10 +58,10 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
     (b_small, b_large: the smallest and largest of ``values``), with its Student-t interval over seeds; the paper's
     effect is the same difference between the smallest and largest batch of its Table 3 at 100 epochs (``paper3``,
     the transcribed rows method, batch, top1). Equal epochs, as the paper: b_small takes b_large / b_small
-    times the steps; ``budget`` names another budget the runs share (equal steps: b_small for fewer epochs), a
-    claim of its own. Preconditions: the large-batch runs learned (both means above ``floor + margin``, when a
-    floor is given) and the paper's premise holds, SimCLR drops as its batch shrinks (SimCLR(b_large) -
-    SimCLR(b_small) supported)."""
+    times the steps; ``label`` names another budget the runs share (equal steps: b_small for fewer epochs), a
+    claim of its own, and ``budget`` says it in the evidence. Preconditions: the large-batch runs learned (both
+    means above ``floor + margin``, when a floor is given) and the paper's premise holds, SimCLR drops as its
+    batch shrinks (SimCLR(b_large) - SimCLR(b_small) supported)."""
     small, large = min(values), max(values)
     sog_s, sog_l = (per_seed(by_batch, method="sogclr", value=b) for b in (small, large))
     sim_s, sim_l = (per_seed(by_batch, method="simclr", value=b) for b in (small, large))
@@ -72,7 +74,7 @@ def headline_verdict(by_batch: pd.DataFrame, values: Sequence[int], paper3: pd.D
     old = compare("", (f"sogclr b={small}", sog_s), (f"simclr b={large}", sim_l))
     interaction = effect(
         f"SogCLR: shrinking the batch from {large} to {small} costs SogCLR less than SimCLR "
-        f"(the interaction{', ' + budget.split(':')[0] if budget else ''})",
+        f"(the interaction{', ' + label if label else ''})",
         {s: (sog_s[s] - sog_l[s]) - (sim_s[s] - sim_l[s]) for s in seeds},
         what=f"(sogclr b={small} - b={large}) - (simclr b={small} - b={large})", paper_effect=paper_effect,
         detail=f"{budget or f'equal epochs, b={small} takes {large // small}x the steps of b={large}'}; SogCLR "
