@@ -275,12 +275,12 @@ for (m, s), df in taus.groupby(["method", "seed"], sort=False):
             row[f"% at {name}"] = (100 * at_bound(df[side], {name: bound})[0] if pd.notna(bound) else float("nan"))
         bounds_rows.append(row)
 tau_bounds = pd.DataFrame(bounds_rows)
+iso_knobs = (json.loads(Path(runs_dir, bimodal_run_id("isogclr_bimodal", seeds[0]), "knobs.json").read_text())
+             if "isogclr_bimodal" in methods else {})  # iSogCLR's selected knobs, as its runs recorded them
 write_table(tau_bounds.set_index(["method", "seed", "temperature"]).round(4), tables / "bimodal_tau_bounds",
             f"Learned per-pair temperatures: mean, std over pairs and the share within 1% of each bound, {setting}. "
             "iSogCLR's knobs (its runs' knobs.json): " + ", ".join(
-                f"{k} {v}" for k, v in json.loads(Path(runs_dir, bimodal_run_id("isogclr_bimodal", seeds[0]),
-                                                       "knobs.json").read_text()).items() if k != "loss")
-            if "isogclr_bimodal" in methods else "")
+                f"{k} {v}" for k, v in iso_knobs.items() if k != "loss") if iso_knobs else "")
 tau_bounds.round(4)
 
 # %%
@@ -376,7 +376,7 @@ settings = {m: method_settings(params, m) for m in methods}  # the side methods'
 claims = bimodal_verdicts(runs, methods, paper, paper_rows, budgets, cells, paper_numbers("sogclr_table4"), logs, taus,
                           large_tau=settings.get("clip_large_tau", {}).get("tau"),
                           tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01), floors=floors)
-selected_rho = json.loads(Path(runs_dir, bimodal_run_id("isogclr_bimodal", seeds[0]), "knobs.json").read_text())["rho"]
+selected_rho = iso_knobs["rho"]
 objects_claim = f"{TAU_FREQUENCY_CLAIM} (object clusters: semantic neighbours)"
 if "objects" in sweep_taus:
     objects = sweep_taus["objects"]

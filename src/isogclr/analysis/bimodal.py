@@ -33,7 +33,7 @@ from .groups import group_correlation, group_table
 from .preconditions import Check, require, saturated
 from .studies import study_run_path
 from .tables import cell, mean_std
-from .temperatures import frame_bounds, recorded_bounds
+from .temperatures import frame_bounds, run_taus
 from .verdicts import NO_LEARNING_MARGIN, Verdict, combine, compare, effect, not_testable, paper_difference, per_seed
 
 # the generated pairs' evaluation sets -> the paper's datasets they stand in for (isogclr.dataset_specs.GENERATED)
@@ -183,9 +183,9 @@ def load_bimodal_taus(runs_dir: Path | str, methods: list[str], seeds: list[int]
     frames = []
     for m in methods:
         for s in seeds:
-            path = _run_dir(runs_dir, m, s) / "artifacts" / "tau.csv"
-            if path.exists():
-                frames.append(pd.read_csv(path).assign(method=m, seed=s, **recorded_bounds(path.parent.parent)))
+            run = _run_dir(runs_dir, m, s)
+            if (run / "artifacts" / "tau.csv").exists():
+                frames.append(run_taus(run, method=m, seed=s))
     if not frames:
         raise FileNotFoundError(f"no tau.csv under {runs_dir} for {methods}: only losses with per-pair "
                                 "temperatures (isogclr_bimodal, clip_individual_tau) write one")

@@ -28,7 +28,7 @@ import pandas as pd
 from .groups import MIN_GROUPS
 from .stats import at_bound
 from .studies import study_run_path
-from .temperatures import recorded_bounds
+from .temperatures import run_taus
 from .verdicts import Verdict, effect, not_testable
 
 
@@ -40,8 +40,7 @@ def load_study_taus(root: Path | str, study: str, method: str, values: Sequence[
     for value in values:
         for seed in seeds:
             run = study_run_path(root, study, method, value, seed, command="train-bimodal")
-            frame = pd.read_csv(run / "artifacts" / "tau.csv")
-            frames.append(frame.assign(value=float(value), seed=int(seed), **recorded_bounds(run)))
+            frames.append(run_taus(run, value=float(value), seed=int(seed)))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from scipy.stats import spearmanr
@@ -30,6 +31,13 @@ def recorded_bounds(run_dir: Path | str) -> dict[str, float]:
     path = Path(run_dir) / "artifacts" / "config.json"
     kwargs = json.loads(path.read_text()).get("method", {}).get("kwargs", {}) if path.is_file() else {}
     return {name: float(kwargs[name]) if kwargs.get(name) is not None else math.nan for name in BOUNDS}
+
+
+def run_taus(run_dir: Path | str, **columns: Any) -> pd.DataFrame:
+    """One run's per-sample temperatures (``artifacts/tau.csv``) with its bounds (:func:`recorded_bounds`) and
+    the given constant ``columns`` (method, seed, a study's value) on every row."""
+    run_dir = Path(run_dir)
+    return pd.read_csv(run_dir / "artifacts" / "tau.csv").assign(**columns, **recorded_bounds(run_dir))
 
 
 def frame_bounds(taus: pd.DataFrame) -> dict[str, float]:
