@@ -26,7 +26,7 @@ from isogclr.analysis.ladder import (
     table1_budget,
     trend_sentence,
 )
-from isogclr.analysis.stats import t_interval
+from isogclr.analysis.stats import seeds_needed, t_interval
 from isogclr.analysis.tuning import candidates_table, selection_margin, selection_table
 from isogclr.config.studies import study_reports
 
@@ -203,7 +203,8 @@ def test_selection_table(tmp_path, smoke_params):
     # the winner's margin over the runner-up, paired by seed: 5, 5 (no spread) is resolved; 6, 4 is within the
     # t interval's half-width at 2 seeds (12.71 x 1.414 / 1.414)
     assert (simclr["margin over runner-up"], simclr["selection"]) == ("+5.00 [+5.00, +5.00]", "resolved")
-    assert (isogclr["margin over runner-up"], isogclr["selection"]) == ("+5.00 [-7.71, +17.71]", "within its noise")
+    assert (isogclr["margin over runner-up"], isogclr["selection"]) == (
+        "+5.00 [-7.71, +17.71]", "within its noise (3 seeds would resolve a margin this size)")
     assert isogclr["search space"] == "2 listed over rho ∈ {0.3, 0.4}; tau_init ∈ {0.1, 0.7}"
     assert isogclr["selected"] == "rho=0.3, tau_init=0.7" and isogclr["replaces in params.yaml"] == "—"
     params["methods"]["isogclr"]["untuned"] = 1  # the untuned runs' candidate: what the selection replaces
@@ -214,6 +215,17 @@ def test_selection_table(tmp_path, smoke_params):
                                         "selected"]
     assert candidates["selected"].tolist() == [False, True, True, False]
     assert candidates["val_top1"].tolist() == [41.0, 46.0, 50.0, 45.0]
+
+
+def test_a_selection_within_its_noise_names_the_seeds_that_would_resolve_it():
+    # candidate 1 beats 0 by 0.2 on average with paired differences 0.7, -0.3, 0.2 (sd 0.5): at 3 seeds the
+    # interval holds 0, and a paired t test needs 52 seeds for 80% power at a margin of 0.2 with that spread
+    frame = pd.DataFrame({"candidate": [0, 1] * 3, "seed": [0, 0, 1, 1, 2, 2],
+                          "val_top1": [40.0, 40.7, 41.0, 40.7, 39.0, 39.2]})
+    margin = selection_margin(frame)
+    assert margin["margin"] == pytest.approx(0.2) and margin["low"] < 0 < margin["high"]
+    assert margin["selection"] == f"within its noise ({seeds_needed(0.2, 0.5)} seeds would resolve a margin this size)"
+    assert 40 < seeds_needed(0.2, 0.5) < 60
 
 
 def test_selection_margin_at_one_seed_says_its_noise_is_not_measured():

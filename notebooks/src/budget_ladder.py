@@ -222,8 +222,10 @@ display(Markdown("\n".join(lines) if lines else "No budget ladder in this profil
 #
 # How much a selection can say: the column `selection` compares the winner's margin over the runner-up, paired
 # by seed, with the selection's own noise: `resolved` when its 95% t interval over the tuning seeds lies above 0,
-# `within its noise` when another draw of the seeds could have picked the runner-up, and `noise not measured`
-# at one tuning seed, where the selection is the budget's best guess, made the same way for every method.
+# `within its noise` when another draw of the seeds could have picked the runner-up (with the seeds a paired t
+# test would need to resolve a margin of that size at the spread measured), and `noise not measured` at one
+# tuning seed. A selection within its noise is the budget's best guess, made the same way for every method: the
+# candidates it could not tell apart differ by less than the interval's upper end.
 
 # %%
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table, validation_words

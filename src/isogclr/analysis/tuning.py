@@ -32,7 +32,7 @@ from ..config.sections import method_settings
 from ..config.selection import TUNING_DIR, selection_path
 from ..config.tuning import CARVED, TUNING_SECTIONS, tuning_spec
 from ..config.typed import ConfigError
-from .stats import t_interval
+from .stats import MAX_SEEDS, seeds_needed, t_interval
 from .tables import MISSING
 
 TUNE_PIPELINE = "pipelines/tune/dvc.yaml"  # pipelines/tune_bimodal/dvc.yaml for bimodal_tuning
@@ -123,7 +123,9 @@ def selection_margin(frame: pd.DataFrame, score: str = "val_top1") -> dict[str, 
     the two best candidates by mean score; their per-seed differences d_s give the margin (mean of d_s) and its
     95% Student-t interval over the seeds both ran. ``selection`` says what that supports: ``resolved`` (the
     interval lies above 0: the winner's margin exceeds the selection's noise), ``within its noise`` (it contains
-    0: another draw of the seeds could pick the runner-up), or ``noise not measured (one seed)``."""
+    0: another draw of the seeds could pick the runner-up; it then names the seeds a paired t test would need to
+    detect a margin of this size at the spread of the d_s, :func:`~.stats.seeds_needed`), or ``noise not measured
+    (one seed)``."""
     if frame["candidate"].nunique() < 2:
         return {"margin": math.nan, "low": math.nan, "high": math.nan, "selection": "one candidate"}
     means = frame.groupby("candidate")[score].mean().sort_values(ascending=False, kind="stable")
@@ -134,8 +136,13 @@ def selection_margin(frame: pd.DataFrame, score: str = "val_top1") -> dict[str, 
         margin = float(diffs.mean()) if len(diffs) else math.nan
         return {"margin": margin, "low": math.nan, "high": math.nan, "selection": "noise not measured (one seed)"}
     interval = t_interval(diffs.tolist())
-    return {"margin": interval.estimate, "low": interval.low, "high": interval.high,
-            "selection": "resolved" if interval.low > 0 else "within its noise"}
+    if interval.low > 0:
+        selection = "resolved"
+    else:
+        needed = seeds_needed(interval.estimate, float(diffs.std(ddof=1)))
+        selection = (f"within its noise ({'more than ' + str(MAX_SEEDS) if needed is None else needed} seeds would "
+                     "resolve a margin this size)")
+    return {"margin": interval.estimate, "low": interval.low, "high": interval.high, "selection": selection}
 
 
 def _margin_text(margin: dict[str, Any]) -> str:
