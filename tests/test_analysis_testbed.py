@@ -147,3 +147,32 @@ def test_pairing_of_runs_with_too_few_seeds_is_an_empty_table_with_its_columns()
     one_seed = pd.DataFrame([{"dataset": "d", "method": m, "seed": 0, "top1": 50.0} for m in "ab"])
     table = pairing(one_seed, [("a", "b")])
     assert table.empty and {"comparison", "correlation", "ratio"} <= set(table.columns)
+
+
+def test_status_moves_say_why_from_what_each_verdict_measured():
+    from isogclr.analysis.testbed import status_moves
+
+    def frame(rows):
+        return pd.DataFrame(rows, columns=["report", "claim", "status", "effect", "ci_low", "ci_high", "n_seeds",
+                                           "qualifier"])
+
+    before = frame([("t", "same", "inconclusive", 1.0, -1.0, 3.0, 7, ""),
+                    ("t", "narrowed", "inconclusive", 1.0, -1.0, 3.0, 3, ""),
+                    ("t", "flipped", "supported", 2.0, 1.0, 3.0, 7, "settled"),
+                    ("t", "blocked", "supported", 2.0, 1.0, 3.0, 3, ""),
+                    ("t", "freed", "not testable", None, None, None, 3, "no learning"),
+                    ("t", "gone", "inconclusive", 0.0, -1.0, 1.0, 3, "")])
+    after = frame([("t", "same", "inconclusive", 1.5, -0.5, 3.5, 7, ""),
+                   ("t", "narrowed", "supported", 1.5, 1.0, 2.0, 7, ""),
+                   ("t", "flipped", "contradicted", -2.0, -3.0, -1.0, 7, ""),
+                   ("t", "blocked", "not testable", None, None, None, 3, "the knob did not act: tau moved 0.001"),
+                   ("t", "freed", "inconclusive", 0.5, -1.0, 2.0, 3, ""),
+                   ("t", "new", "supported", 1.0, 0.5, 1.5, 3, "")])
+    why = status_moves(before, after).set_index("claim")["why"]
+    assert list(why.index) == ["narrowed", "flipped", "blocked", "freed", "new", "gone"]  # "same" did not move
+    assert why["narrowed"] == ("the effect moved +0.50, within its earlier interval; interval half-width "
+                               "2.00 -> 0.50 (3 seeds, now 7)")
+    assert why["flipped"].startswith("the effect changed sign beyond its earlier interval (+2.00 -> -2.00)")
+    assert why["blocked"] == "a precondition failed: the knob did not act: tau moved 0.001"
+    assert why["freed"] == "its precondition now holds (before: no learning)"
+    assert why["new"].startswith("a new claim") and why["gone"].startswith("no longer tested")

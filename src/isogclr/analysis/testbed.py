@@ -113,6 +113,50 @@ def moved(before: pd.DataFrame, after: pd.DataFrame, tolerance: float = 0.005) -
                  | (table["effect before"] - table["effect after"]).abs().gt(tolerance)]
 
 
+def _half_width(row: Mapping, side: str) -> float:
+    return (row[f"ci_high {side}"] - row[f"ci_low {side}"]) / 2
+
+
+def _why(row: Mapping) -> str:
+    """Why one verdict's status moved, from what the two verdicts measured (see :func:`status_moves`)."""
+    before, after = row["status before"], row["status after"]
+    if pd.isna(before):
+        return "a new claim: the earlier repro did not test it"
+    if pd.isna(after):
+        return "no longer tested: its runs left the profile"
+    if after == "not testable":
+        return f"a precondition failed: {row['qualifier after']}"
+    if before == "not testable":
+        return f"its precondition now holds (before: {row['qualifier before']})"
+    shift, width = row["effect after"] - row["effect before"], _half_width(row, "before")
+    seeds = ("" if row["n_seeds before"] == row["n_seeds after"] or pd.isna(row["n_seeds before"])
+             else f" ({row['n_seeds before']:.0f} seeds, now {row['n_seeds after']:.0f})")
+    widths = f"interval half-width {width:.2f} -> {_half_width(row, 'after'):.2f}{seeds}"
+    if np.sign(row["effect before"]) != np.sign(row["effect after"]) and abs(shift) > width:
+        return (f"the effect changed sign beyond its earlier interval ({row['effect before']:+.2f} -> "
+                f"{row['effect after']:+.2f}); {widths}")
+    kind = "beyond" if abs(shift) > width else "within"
+    return f"the effect moved {shift:+.2f}, {kind} its earlier interval; {widths}"
+
+
+def status_moves(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """Every claim whose status moved between two sets of verdicts (or that one side lacks), with ``why``: a new
+    or a dropped claim; a precondition that failed or now holds (its qualifier); else how far the effect moved
+    against the earlier interval's half-width and how the interval's width changed (fewer or more seeds, a
+    quieter or noisier testbed). Between two repros under the same verdict rules, an effect that moves beyond its
+    earlier interval is another draw of the runs (a new rate, class order or machine), not a re-measurement of the
+    same ones."""
+    extra = ["qualifier", "n_seeds"]
+    table = before_after(before, after)
+    for frame, suffix in ((before, "before"), (after, "after")):
+        cols = frame.reindex(columns=["report", "claim", *extra])
+        table = table.merge(cols.rename(columns={c: f"{c} {suffix}" for c in extra}), on=["report", "claim"],
+                            how="left")
+    table = table[table["status before"].ne(table["status after"])].reset_index(drop=True)
+    table["why"] = [_why(row) for row in table.to_dict("records")]
+    return table[["report", "claim", "status before", "status after", "effect before", "effect after", "why"]]
+
+
 def status_counts(frame: pd.DataFrame, column: str = "status") -> dict[str, int]:
     """How many verdicts have each status."""
     return {str(k): int(v) for k, v in frame[column].value_counts().items()}
