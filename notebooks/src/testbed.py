@@ -254,6 +254,7 @@ import math
 from isogclr.analysis.power import allocate, floor_minutes, pilot_claims, seed_budget, seeds_for_median_mde
 
 stages = pd.read_csv(pilot_stages)
+pilot_repro = Path(pilot_stages).stem.removeprefix("repro_stages_")  # the commit that forced repro ran
 pilot = pilot_claims(pd.read_csv(pilot_verdicts), stages)
 budget, other = seed_budget(stages, schedule_minutes, slots)
 table1 = ("table1 synth10", "table1 synth10_lt")
@@ -268,7 +269,7 @@ display(Markdown(
     f"seeds ({other:.1f} go to the stages no group covers); the floor (3 seeds a group, {table1_seeds} for Table 1) "
     f"costs **{needed:.1f}**" + ("." if fits else
                                  f": it does not fit, so the table below is for the smallest schedule that pays it, "
-                                 f"**{schedule} minutes**, at 9afb0d5's stage times.")))
+                                 f"**{schedule} minutes**, at {pilot_repro}'s stage times.")))
 differ = allocation[allocation["seeds now"].ne(allocation["seeds proposed"]) & allocation["group"].ne("total")]
 display(Markdown(
     "params.yaml runs the proposal." if differ.empty else
