@@ -160,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_params(p)
     p.add_argument("--tuning-dir", default="tuning", help="where the selections are (tuning/<method>/selected.json)")
     p.add_argument("--section", help="only the runs of this section (table1, tuning, studies, bimodal, ...)")
+    p.add_argument("--cost", action="store_true",
+                   help="instead, the schedule a forced repro of --params would take, per claim group, projected "
+                        "from a record (isogclr.analysis.cost)")
+    p.add_argument("--record", default="reports/repro_stages.csv",
+                   help="with --cost: the stage log of a forced repro")
+    p.add_argument("--record-params", default="params.yaml", help="with --cost: the params the record ran")
+    p.add_argument("--slots", type=int, default=2, help="with --cost: stages at a time (make repro's JOBS)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("pipeline", help="write dvc.yaml from params.yaml and the code's imports (or --check it)")

@@ -80,6 +80,7 @@ def convergence_seconds(table: pd.DataFrame, runs_dir: Path | str, final: bool =
 
 SIDE = "side studies (Table 3, ablations, batch size, EMC2)"
 # the claim a family of stages serves (a family: a foreach block of the pipeline, or a single stage)
+RGCL = "RGCL's mechanism: the rho sweeps of iSogCLR's image-text runs"
 CLAIM_GROUPS = (
     ("tune", "selection on the validation split, unimodal"),
     ("tune_bimodal", "selection on held-out training pairs, image-text"),
@@ -91,6 +92,8 @@ CLAIM_GROUPS = (
     ("train_real", "Table 1 on Fashion-MNIST"),
     ("train_bimodal", "the image-text comparison and SogCLR Table 4's second budget"),
     ("study_bimodal_epochs", "the image-text comparison and SogCLR Table 4's second budget"),
+    ("study_rho_pairs", RGCL),
+    ("study_rho_pairs_objects", RGCL),
     ("train_bimodal_side", "image-text side methods"),
     ("train_table3", SIDE),
     ("study_", SIDE),

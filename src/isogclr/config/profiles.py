@@ -30,6 +30,13 @@ class _OverlayLoader(yaml.SafeLoader):
 _OverlayLoader.add_constructor("!delete", lambda loader, node: _Delete())
 _OverlayLoader.add_constructor("!replace", lambda loader, node: _Replace(loader.construct_mapping(node, deep=True)))
 
+
+
+def read_overlay(text: str) -> dict[str, Any]:
+    """A profile overlay written as YAML text (its tags ``!delete`` and ``!replace``), for :func:`merge_profile`."""
+    return yaml.load(text, Loader=_OverlayLoader) or {}
+
+
 EXTENDS = "extends"  # an overlay's first key: the profile it changes (profiles/<name>.yaml beside it)
 
 
