@@ -85,6 +85,12 @@ SETTINGS = {
     "lr0.8-order": {"train.optimizer.lr": 0.8, "data.long_tailed_order": "by_seed"},
     "lr1.2-order": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed"},
     "lr1.0-order": {"train.optimizer.lr": 1.0, "data.long_tailed_order": "by_seed"},
+    # the schedule's length with the seeded order: half and a third of Table 1's epochs (more seeds per CPU-minute)
+    "lr1.2-order-e6": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 0.5},
+    "lr1.2-order-e4": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 1 / 3},
+    "lr1.2-order-clip1": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "clip": 1.0},
+    "lr1.2-order-warmup10%": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
+                              "warmup_fraction": 0.1},
     # SogCLR's headline (studies.batch_headline): a budget at which the large batch learns, and the small batch at
     # equal steps (synth10_lt only, where 12 epochs scale to these; --methods simclr sogclr)
     "lr1.2-order-b512-e16": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
