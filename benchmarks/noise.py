@@ -51,6 +51,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from isogclr.analysis.power import seeds_for_median_mde
 from isogclr.analysis.stats import MAX_SEEDS, min_detectable_effect
+from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers
 from isogclr.config.core import run_config
 from isogclr.config.profiles import load_params
 from isogclr.config.selection import with_selection
@@ -324,6 +325,37 @@ def interaction_table(results: pd.DataFrame, n_design: int = 7) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def paper_effects() -> dict[tuple[str, str], float]:
+    """(dataset, "a - b") -> the paper's Table 1 difference of that comparison (iSogCLR paper, Table 1: CIFAR10
+    for synth10, CIFAR10-LT for synth10_lt)."""
+    paper = paper_numbers("isogclr_table1").set_index(["method", "dataset"])["mean"]
+    return {(d, f"{a} - {b}"): round(float(paper[(a, PAPER_COUNTERPART[d])] - paper[(b, PAPER_COUNTERPART[d])]), 2)
+            for d in DATASETS for a, b in PAIRS}
+
+
+def budget_table(raw: pd.DataFrame, reference: str = "lr1.2-order", seeds: int = 7) -> pd.DataFrame:
+    """The testbed choice: per (setting, set), the seeds that Table 1's CPU-minutes buy (those of ``seeds``
+    seeds of ``reference`` on that set, divided by the setting's CPU-minutes per seed), the MDE of each
+    comparison at those seeds, and how many of the comparisons an effect of the paper's size is detectable in
+    (MDE at most |paper's effect|)."""
+    effects = paper_effects()
+    out = []
+    for (setting, dataset), rows in raw.groupby(["setting", "dataset"], sort=False):
+        ref = raw[(raw.setting == reference) & (raw.dataset == dataset)]
+        if ref.empty:
+            continue
+        cpu = float(rows["CPU-min per seed"].median())
+        n = min(MAX_SEEDS, max(2, math.floor(seeds * float(ref["CPU-min per seed"].median()) / cpu + 1e-9)))
+        mdes = {r["comparison"]: min_detectable_effect(r["sd of differences"], n) for r in rows.to_dict("records")}
+        detectable = [c for c, m in mdes.items() if m <= abs(effects[(dataset, c)])]
+        out.append({"setting": setting, "dataset": dataset, "CPU-min per seed": cpu,
+                    "seeds in Table 1's CPU-minutes": n,
+                    "median MDE at those seeds": round(float(np.median(list(mdes.values()))), 2),
+                    "paper's effects": ", ".join(f"{effects[(dataset, c)]:+.2f}" for c in mdes),
+                    "detectable at the paper's effect": f"{len(detectable)} of {len(mdes)}"})
+    return pd.DataFrame(out)
+
+
 def floors(params: dict, runs: Path) -> dict[str, float]:
     """The raw-pixel probe on each set's validation split (the no-learning floor of the level constraint)."""
     path = runs / "raw_pixel_floors.json"
@@ -377,6 +409,11 @@ def report(params: dict, runs: Path, out: Path) -> None:
     levels.columns = [f"{m} {'EMA' if s.endswith('ema') else 'raw'}" for s, m in levels.columns]
     levels = levels.reset_index()
     levels["SimCLR above raw pixels"] = (levels["simclr raw"] - levels["dataset"].map(floor)).round(2)
+    choice = budget_table(raw)
+    if len(choice):
+        choice = choice.merge(levels[["setting", "dataset", "SimCLR above raw pixels"]], on=["setting", "dataset"],
+                              how="left")
+        save_text(csv_text(choice.to_dict("records")), out / "noise_choice.csv")
     divergence = divergence_table(results, runs)
     if divergence.empty and (out / "noise_divergence.csv").is_file():  # its weights are not committed: kept
         divergence = pd.read_csv(out / "noise_divergence.csv")
@@ -395,6 +432,14 @@ def report(params: dict, runs: Path, out: Path) -> None:
         "...` (see its docstring). MDE: the minimum detectable effect of a paired t test at 7 seeds (80% power, "
         "two-sided 5%); per CPU-minute: that MDE rescaled to one CPU-minute per seed of the comparison.\n",
         "## Summary by setting (raw weights)\n", markdown(summary.reset_index()),
+        "\n## The choice: what Table 1's CPU-minutes detect in each setting\n",
+        "Per setting and set: the seeds that the CPU-minutes of Table 1's 7 seeds at lr1.2-order (12 epochs on "
+        "synth10_lt, 3 on synth10) buy at the setting's cost per seed, the median MDE of the three comparisons at "
+        "those seeds (the sd of each comparison's paired differences as measured here), and in how many of them "
+        "an effect of the paper's size (iSogCLR Table 1, on CIFAR10-LT and CIFAR10) would be detected; the level "
+        "constraint beside it (SimCLR at least 15 points above the raw-pixel probe). MDEs from 5-10 seeds: the sd "
+        "of each is itself uncertain by about a third.\n",
+        markdown(choice) if len(choice) else "(no setting beside lr1.2-order)\n",
         "\n## Level: mean validation top-1 by method (raw weights and their EMA, decay 0.99)\n",
         f"Raw-pixel probe on the same validation split (the no-learning floor): {floor}.\n",
         markdown(levels),
