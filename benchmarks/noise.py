@@ -88,6 +88,7 @@ SETTINGS = {
     "lr1.0-order": {"train.optimizer.lr": 1.0, "data.long_tailed_order": "by_seed"},
     # the schedule's length with the seeded order: half and a third of Table 1's epochs (more seeds per CPU-minute)
     "lr1.2-order-e6": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 0.5},
+    "lr1.2-order-e8": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 2 / 3},
     "lr1.2-order-e4": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 1 / 3},
     "lr1.2-order-clip1": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "clip": 1.0},
     "lr1.2-order-warmup10%": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
