@@ -64,6 +64,7 @@ def test_run_config_resolves(smoke_params):
 
 def test_the_long_tailed_class_order_is_in_the_config_of_a_long_tailed_run_only(smoke_params):
     params = copy.deepcopy(smoke_params)
+    params["data"]["long_tailed_order"] = "fixed"  # whatever the profile's
     fixed = run_config(params, "simclr", "synth10_lt", 3)
     assert fixed.order_seed is None and "long_tailed_order" not in fixed.to_dict()  # the same file as before
     params["data"]["long_tailed_order"] = "by_seed"

@@ -67,6 +67,7 @@ def test_tuning_runs_never_read_the_test_split(smoke_params, smoke_data, tmp_pat
     from isogclr.train import loop
 
     params = _tiny(smoke_params, smoke_data)
+    params["tuning"] |= {"validation": "carved", "validation_fraction": 0.2}  # the mode this test reads
     cfg = tuning_run_config(params, "simclr", 1, 0)
     assert cfg.validation_fraction == 0.2 and cfg.train.epochs == params["tuning"]["epochs"]
     assert cfg.method.kwargs["tau"] == 0.3 and cfg.run_id == "simclr/runs/c1-s0"
