@@ -334,23 +334,24 @@ def paper_effects() -> dict[tuple[str, str], float]:
             for d in DATASETS for a, b in PAIRS}
 
 
-def budget_table(raw: pd.DataFrame, reference: str = "lr1.2-order", seeds: int = 7) -> pd.DataFrame:
-    """The testbed choice: per (setting, set), the seeds that Table 1's CPU-minutes buy (those of ``seeds``
-    seeds of ``reference`` on that set, divided by the setting's CPU-minutes per seed), the MDE of each
-    comparison at those seeds, and how many of the comparisons an effect of the paper's size is detectable in
-    (MDE at most |paper's effect|)."""
+def budget_table(raw: pd.DataFrame, steps: pd.Series, reference: str = "lr1.2-order", seeds: int = 7
+                 ) -> pd.DataFrame:
+    """The testbed choice: per (setting, set), the seeds that Table 1's budget buys (``seeds`` seeds of
+    ``reference`` on that set, in optimizer steps: ``steps`` per (setting, dataset), as one step costs the same in
+    every setting; the CPU-minutes measured beside it mix machines and loads), the MDE of each comparison at
+    those seeds, and how many of the comparisons an effect of the paper's size is detectable in (MDE at most
+    |paper's effect|)."""
     effects = paper_effects()
     out = []
     for (setting, dataset), rows in raw.groupby(["setting", "dataset"], sort=False):
-        ref = raw[(raw.setting == reference) & (raw.dataset == dataset)]
-        if ref.empty:
+        if (reference, dataset) not in steps.index:
             continue
-        cpu = float(rows["CPU-min per seed"].median())
-        n = min(MAX_SEEDS, max(2, math.floor(seeds * float(ref["CPU-min per seed"].median()) / cpu + 1e-9)))
+        mine = float(steps[(setting, dataset)])
+        n = min(MAX_SEEDS, max(2, math.floor(seeds * float(steps[(reference, dataset)]) / mine + 1e-9)))
         mdes = {r["comparison"]: min_detectable_effect(r["sd of differences"], n) for r in rows.to_dict("records")}
         detectable = [c for c, m in mdes.items() if m <= abs(effects[(dataset, c)])]
-        out.append({"setting": setting, "dataset": dataset, "CPU-min per seed": cpu,
-                    "seeds in Table 1's CPU-minutes": n,
+        out.append({"setting": setting, "dataset": dataset, "steps per run": int(mine),
+                    "seeds measured": int(rows["seeds"].min()), "seeds in Table 1's steps": n,
                     "median MDE at those seeds": round(float(np.median(list(mdes.values()))), 2),
                     "paper's effects": ", ".join(f"{effects[(dataset, c)]:+.2f}" for c in mdes),
                     "detectable at the paper's effect": f"{len(detectable)} of {len(mdes)}"})
@@ -410,7 +411,8 @@ def report(params: dict, runs: Path, out: Path) -> None:
     levels.columns = [f"{m} {'EMA' if s.endswith('ema') else 'raw'}" for s, m in levels.columns]
     levels = levels.reset_index()
     levels["SimCLR above raw pixels"] = (levels["simclr raw"] - levels["dataset"].map(floor)).round(2)
-    choice = budget_table(raw)
+    base = results[(results.tag == "default") & ~results.perturbed]
+    choice = budget_table(raw, base.groupby(["setting", "dataset"])["steps"].median())
     if len(choice):
         choice = choice.merge(levels[["setting", "dataset", "SimCLR above raw pixels"]], on=["setting", "dataset"],
                               how="left")
@@ -433,9 +435,10 @@ def report(params: dict, runs: Path, out: Path) -> None:
         "...` (see its docstring). MDE: the minimum detectable effect of a paired t test at 7 seeds (80% power, "
         "two-sided 5%); per CPU-minute: that MDE rescaled to one CPU-minute per seed of the comparison.\n",
         "## Summary by setting (raw weights)\n", markdown(summary.reset_index()),
-        "\n## The choice: what Table 1's CPU-minutes detect in each setting\n",
-        "Per setting and set: the seeds that the CPU-minutes of Table 1's 7 seeds at lr1.2-order (12 epochs on "
-        "synth10_lt, 3 on synth10) buy at the setting's cost per seed, the median MDE of the three comparisons at "
+        "\n## The choice: what Table 1's budget detects in each setting\n",
+        "Per setting and set: the seeds that the budget of Table 1's 7 seeds at lr1.2-order (12 epochs on "
+        "synth10_lt, 3 on synth10) buys at the setting's steps per run (a step costs the same in every setting; "
+        "the CPU-minutes of the tables below mix machines and loads), the median MDE of the three comparisons at "
         "those seeds (the sd of each comparison's paired differences as measured here), and in how many of them "
         "an effect of the paper's size (iSogCLR Table 1, on CIFAR10-LT and CIFAR10) would be detected; the level "
         "constraint beside it (SimCLR at least 15 points above the raw-pixel probe). MDEs from 5-10 seeds: the sd "

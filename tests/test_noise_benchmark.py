@@ -41,22 +41,24 @@ def test_a_run_that_scores_otherwise_than_committed_is_an_error(tmp_path):
         noise.load_results(runs, committed)
 
 
-def test_the_choice_counts_what_table_1s_cpu_minutes_detect_in_each_setting():
-    """A setting at half the cost per seed buys twice the seeds of the reference; a comparison is detectable
+def test_the_choice_counts_what_table_1s_budget_detects_in_each_setting():
+    """A setting at half the steps per run buys twice the seeds of the reference; a comparison is detectable
     when its MDE at those seeds is at most the paper's effect (iSogCLR Table 1 on CIFAR10-LT: SimCLR - iSogCLR
     -1.28, SogCLR - iSogCLR -0.67, SimCLR - SogCLR -0.61)."""
     effects = noise.paper_effects()
     assert effects[("synth10_lt", "simclr - isogclr")] == pytest.approx(-1.28)
 
-    def rows(setting, sd, cpu):
+    def rows(setting, sd):
         return [{"setting": setting, "dataset": "synth10_lt", "comparison": f"{a} - {b}", "sd of differences": sd,
-                 "CPU-min per seed": cpu} for a, b in noise.PAIRS]
+                 "seeds": 5} for a, b in noise.PAIRS]
 
-    raw = pd.DataFrame(rows("lr1.2-order", 1.0, 4.0) + rows("cheap", 1.0, 2.0) + rows("quiet", 0.3, 4.0))
-    table = noise.budget_table(raw, reference="lr1.2-order", seeds=7).set_index("setting")
-    assert table.loc["lr1.2-order", "seeds in Table 1's CPU-minutes"] == 7
-    assert table.loc["cheap", "seeds in Table 1's CPU-minutes"] == 14
+    raw = pd.DataFrame(rows("lr1.2-order", 1.0) + rows("short", 1.0) + rows("quiet", 0.3))
+    steps = pd.Series({("lr1.2-order", "synth10_lt"): 456, ("short", "synth10_lt"): 228,
+                       ("quiet", "synth10_lt"): 456})
+    table = noise.budget_table(raw, steps, reference="lr1.2-order", seeds=7).set_index("setting")
+    assert table.loc["lr1.2-order", "seeds in Table 1's steps"] == 7
+    assert table.loc["short", "seeds in Table 1's steps"] == 14
     # sd 1 at 7 seeds: MDE 1.27 <= 1.28 (one of three); at 14 seeds 0.81 (still one); sd 0.3 at 7: 0.38 (all)
     assert table.loc["lr1.2-order", "median MDE at those seeds"] == pytest.approx(1.27, abs=0.01)
-    assert table["detectable at the paper's effect"].to_dict() == {"lr1.2-order": "1 of 3", "cheap": "1 of 3",
+    assert table["detectable at the paper's effect"].to_dict() == {"lr1.2-order": "1 of 3", "short": "1 of 3",
                                                                    "quiet": "3 of 3"}
