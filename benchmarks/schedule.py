@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 
 from isogclr.analysis import cost
-from isogclr.config.plan import plan
 from isogclr.config.profiles import load_params, merge_profile, read_overlay
 from isogclr.config.validate import validate_params
 from isogclr.io import csv_text, save_text
@@ -100,10 +99,6 @@ def design_params(base: dict, overlays: tuple[str, ...]) -> dict:
     return params
 
 
-def side_methods(params: dict) -> list[str]:
-    return list((params.get("bimodal") or {}).get("side_methods") or [])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--params", default="params.yaml")
@@ -112,14 +107,15 @@ def main() -> None:
     args = ap.parse_args()
     base = load_params(args.params)
     stages = pd.read_csv(args.record)
-    rates = cost.fit_rates(cost.plan_work(plan(base), side_methods(base)), stages)
-    fit = cost.fit_residuals(cost.plan_work(plan(base), side_methods(base)), stages, rates)
+    work = cost.params_work(base)
+    rates = cost.fit_rates(work, stages)
+    fit = cost.fit_residuals(work, stages, rates)
     rows, groups = [], []
     record_min = round(stages["seconds"].sum() / 2 / 60, 1)
     for name, (overlays, measured, keeps) in DESIGNS.items():
         measured = record_min if measured == "record" else measured
         params = design_params(base, overlays)
-        table = cost.project(cost.plan_work(plan(params), side_methods(params)), stages, rates,
+        table = cost.project(cost.params_work(params), stages, rates,
                              families=build_pipeline(params)["stages"])
         total = table[table["claim"] == "total"].iloc[0]
         rows.append({"design": name, "runs": int(total["runs"]), "stage-min": total["stage_min"],
@@ -135,10 +131,8 @@ def main() -> None:
         "Written by `python benchmarks/schedule.py` (isogclr.analysis.cost; the same table for one params file: "
         "`python -m isogclr plan --cost --params <file>`). Minutes of schedule at 2 stages at a time on the "
         f"machine of `reports/repro_stages.csv` (the last forced repro: {record_min:.1f} min of stage time over 2 "
-        "slots), projected from its stages: a run costs "
-        + ", ".join(f"{k} {v.overhead:.1f} s + {v.per_sample * 1e3:.2f} ms per sample + {v.per_step * 1e3:.0f} ms "
-                    "per step" for k, v in rates.iterrows())
-        + f". Target: {TARGET_MIN:g} min (a machine at 0.70x the record's speed must still fit the hour).\n",
+        f"slots), projected from its stages: a run costs {cost.rates_text(rates)}. Target: {TARGET_MIN:g} min "
+        "(a machine at 0.70x the record's speed must still fit the hour).\n",
         "## Designs\n", summary.to_markdown(index=False), "",
         "\n## By claim group (projected minutes of schedule)\n", shown.to_markdown(), "",
         "\n## How well the rates fit the record (per stage family, seconds)\n",

@@ -276,9 +276,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .config.plan import plan
 
     params = read_params(args)
-    runs = [r for r in plan(params, args.tuning_dir) if args.section in (None, r.section)]
     if args.cost:
-        return _print_cost(params, runs, args)
+        return _print_cost(params, args)
+    runs = [r for r in plan(params, args.tuning_dir) if args.section in (None, r.section)]
     for run in runs:
         cfg = run.config  # an image-text run has no dataset of its own: it reads bimodal.data
         print(f"{run.section:<16} {run.run_dir:<44} {getattr(cfg, 'dataset', 'image-text'):<14} epochs "
@@ -287,32 +287,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_cost(params: dict, runs: list, args: argparse.Namespace) -> int:
+def _print_cost(params: dict, args: argparse.Namespace) -> int:
     """``plan --cost``: the projection of :mod:`isogclr.analysis.cost`, fit on ``--record`` (the stage log of a
-    forced repro of ``--record-params``) and applied to the runs of ``--params``."""
+    forced repro of ``--record-params``) and applied to every run of ``--params``."""
     import pandas as pd
 
     from .analysis import cost
-    from .config.plan import plan
     from .config.profiles import load_params
     from .pipeline import build_pipeline
-
-    def side(p: dict) -> list:
-        return list((p.get("bimodal") or {}).get("side_methods") or [])
 
     record = Path(args.record)
     if not record.is_file():
         raise SystemExit(f"{record}: no stage log (a forced repro writes it: make repro FORCE=1)")
+    if args.section:
+        raise SystemExit("plan --cost projects every run of --params; --section does not apply")
     stages = pd.read_csv(record)
-    record_params = load_params(args.record_params)
-    rates = cost.fit_rates(cost.plan_work(plan(record_params, args.tuning_dir), side(record_params)), stages)
-    table = cost.project(cost.plan_work(runs, side(params)), stages, rates, args.slots,
+    rates = cost.fit_rates(cost.params_work(load_params(args.record_params), args.tuning_dir), stages)
+    table = cost.project(cost.params_work(params, args.tuning_dir), stages, rates, args.slots,
                          families=build_pipeline(params)["stages"])
     print(table.to_markdown(index=False))
-    fitted = ", ".join(f"{k} {v.overhead:.1f} s + {v.per_sample * 1e3:.2f} ms/sample + {v.per_step * 1e3:.0f} ms/step"
-                       for k, v in rates.iterrows())
     print(f"\nprojected schedule: {cost.schedule_minutes(table):.1f} min at {args.slots} stages at a time, on the "
-          f"machine of {record} (a run costs, fit to its stages: {fitted})")
+          f"machine of {record} (a run costs, fit to its stages: {cost.rates_text(rates)})")
     return 0
 
 

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from ..config.bimodal import BimodalRunConfig
-from ..config.plan import PlannedRun
+from ..config.plan import PlannedRun, plan
 from ..data.base import load_dataset
 from ..data.splits import validation_positions
 from .timing import claim_group
@@ -41,6 +41,7 @@ from .timing import claim_group
 KINDS = ("unimodal", "bimodal")
 RATES = ("overhead", "per_sample", "per_step")  # seconds per run, per sample, per step
 WORK_COLUMNS = ("run_dir", "family", "kind", "steps", "samples")
+NOT_PLANNED = frozenset({"references", "emc2_convergence_runs"})  # stages with runs that no plan lists
 
 
 @cache
@@ -94,6 +95,18 @@ def run_work(run: PlannedRun, side_methods: Iterable[str] = ()) -> dict[str, Any
 def plan_work(runs: list[PlannedRun], side_methods: Iterable[str] = ()) -> pd.DataFrame:
     """One row per planned run: :data:`WORK_COLUMNS`."""
     return pd.DataFrame([run_work(r, side_methods) for r in runs], columns=list(WORK_COLUMNS))
+
+
+def params_work(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
+    """:func:`plan_work` of every run ``params`` plans (its image-text side methods from ``bimodal``)."""
+    side = (params.get("bimodal") or {}).get("side_methods") or []
+    return plan_work(plan(params, tuning_dir), side)
+
+
+def rates_text(rates: pd.DataFrame) -> str:
+    """The fitted rates in one line, for the projection's caption."""
+    return ", ".join(f"{kind} {r.overhead:.1f} s + {r.per_sample * 1e3:.2f} ms per sample + {r.per_step * 1e3:.0f} ms "
+                     "per step" for kind, r in rates.iterrows())
 
 
 def _families(work: pd.DataFrame) -> pd.DataFrame:
@@ -165,9 +178,6 @@ def project(work: pd.DataFrame, stages: pd.DataFrame, rates: pd.DataFrame, slots
     return pd.DataFrame({"claim": table["group"], "runs": table["runs"].astype(int),
                          "steps": table["steps"].astype(int), "stage_min": (table["seconds"] / 60).round(1),
                          "wall_min": (table["seconds"] / slots / 60).round(1)})
-
-
-NOT_PLANNED = frozenset({"references", "emc2_convergence_runs"})  # stages with runs that no plan lists
 
 
 def schedule_minutes(table: pd.DataFrame) -> float:
