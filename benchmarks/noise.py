@@ -81,7 +81,7 @@ SETTINGS = {
     "lr1.2-warmup2.5%": {"train.optimizer.lr": 1.2, "warmup_fraction": 0.025},
     "lr0.8-1.5x": {"train.optimizer.lr": 0.8, "epochs_scale": 1.5},
     "lr0.8-1.25x": {"train.optimizer.lr": 0.8, "epochs_scale": 1.25},
-    "lr0.8-clip1": {"train.optimizer.lr": 0.8, "clip": 1.0},
+    "lr0.8-clip1": {"train.optimizer.lr": 0.8, "train.optimizer.clip_grad_norm": 1.0},
     # the long-tailed set's frequent class drawn from the seed (data.long_tailed_order: by_seed)
     "lr0.8-order": {"train.optimizer.lr": 0.8, "data.long_tailed_order": "by_seed"},
     "lr1.2-order": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed"},
@@ -90,7 +90,8 @@ SETTINGS = {
     "lr1.2-order-e6": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 0.5},
     "lr1.2-order-e8": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 2 / 3},
     "lr1.2-order-e4": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "epochs_scale": 1 / 3},
-    "lr1.2-order-clip1": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed", "clip": 1.0},
+    "lr1.2-order-clip1": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
+                          "train.optimizer.clip_grad_norm": 1.0},
     "lr1.2-order-warmup10%": {"train.optimizer.lr": 1.2, "data.long_tailed_order": "by_seed",
                               "warmup_fraction": 0.1},
     # SogCLR's headline (studies.batch_headline): a budget at which the large batch learns, and the small batch at
@@ -104,26 +105,29 @@ SETTINGS = {
 }
 
 
-def setting_params(params: dict, setting: str, method: str, dataset: str) -> tuple[dict, float | None, float | None]:
-    """params.yaml with the setting applied (the runs take the method's committed selection over it, as a typed
-    overlay: :func:`with_selection`); (params, warm-up fraction, gradient-clip norm)."""
+# what every setting was measured over (params.yaml of e51a3ce): the rate, class order and clip a setting names
+# replace these, so a setting means what it did when its runs were made, whatever the mini profile now sets
+SETTING_BASE = {"train.optimizer.lr": 2.0, "data.long_tailed_order": "fixed", "train.optimizer.clip_grad_norm": 0.0}
+
+
+def setting_params(params: dict, setting: str, method: str, dataset: str) -> tuple[dict, float | None]:
+    """params.yaml with :data:`SETTING_BASE` and then the setting applied (the runs take the method's committed
+    selection over it, as a typed overlay: :func:`with_selection`); (params, warm-up fraction)."""
     out = copy.deepcopy(params)
-    fraction = clip = None
-    for key, value in SETTINGS[setting].items():
+    fraction = None
+    for key, value in {**SETTING_BASE, **SETTINGS[setting]}.items():
         if key == "epochs_scale":
             by = out["train"]["epochs_by_dataset"]
             by[dataset] = int(round(by[dataset] * value))
         elif key == "warmup_fraction":
             fraction = value
-        elif key == "clip":
-            clip = value
         else:
             node = out
             *parents, leaf = key.split(".")
             for part in parents:
                 node = node[part]
             node[leaf] = value
-    return out, fraction, clip
+    return out, fraction
 
 
 def flat_weights(model: torch.nn.Module) -> torch.Tensor:
@@ -133,7 +137,7 @@ def flat_weights(model: torch.nn.Module) -> torch.Tensor:
 def train_one(params: dict, setting: str, method: str, dataset: str, seed: int, perturb: bool,
               snapshots: bool) -> tuple[dict, torch.Tensor | None]:
     """One run of the setting; its validation scores (raw and EMA weights), cost and per-epoch losses."""
-    p, warmup_fraction, clip = setting_params(params, setting, method, dataset)
+    p, warmup_fraction = setting_params(params, setting, method, dataset)
     cfg = with_selection(p, run_config(p, method, dataset, seed))
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, eval_every=0))
     train = load_dataset(dataset, cfg.data_root, "train", cfg.order_seed)
@@ -149,9 +153,7 @@ def train_one(params: dict, setting: str, method: str, dataset: str, seed: int, 
     step = task.optimizer.step
     weights = []
 
-    def step_and_average(*args, **kwargs):  # the optimizer's step, then the EMA update (and an optional clip before)
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(task.model.parameters(), clip)
+    def step_and_average(*args, **kwargs):  # the optimizer's step, then the EMA update
         out = step(*args, **kwargs)
         ema.update_parameters(task.model)
         return out
@@ -171,7 +173,8 @@ def train_one(params: dict, setting: str, method: str, dataset: str, seed: int, 
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         rows = fit(task, total_steps=total, warmup_steps=warmup, final_lr_fraction=cfg.optimizer.final_lr_fraction,
-                   ckpt_path=Path(tmp) / "checkpoint.pt", curves_dir=None, is_main=True)
+                   ckpt_path=Path(tmp) / "checkpoint.pt", curves_dir=None, is_main=True,
+                   clip_grad_norm=cfg.optimizer.clip_grad_norm)
     train_cpu, train_wall = time.process_time() - cpu0, time.perf_counter() - wall0
     raw = evaluate_encoder(task.model, train, val, cfg, device)
     averaged = evaluate_encoder(ema.module, train, val, cfg, device)

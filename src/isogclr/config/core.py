@@ -39,6 +39,10 @@ class OptimConfig:
     The warm-up is counted either in epochs (``warmup_epochs``, the papers' unit, may be
     fractional) or in optimizer steps (``warmup_iters``, as the bimodal trainer counts it);
     at most one of the two may be non-zero, so a params.yaml never says two different things.
+
+    ``clip_grad_norm``: before each step the gradients of all the model's parameters are rescaled so that their
+    global L2 norm is at most this value (``torch.nn.utils.clip_grad_norm_``; 0: no clipping). It is the testbed's
+    lever against chaos (docs/reproducibility.md): two runs of one seed stay paired across methods.
     """
 
     name: str = "lars"
@@ -49,6 +53,7 @@ class OptimConfig:
     warmup_epochs: float = 10.0
     warmup_iters: int = 0  # warm-up length in steps; needs warmup_epochs: 0
     final_lr_fraction: float = 0.0
+    clip_grad_norm: float = 0.0  # the largest global L2 norm of the gradient before a step; 0: no clipping
 
     def __post_init__(self) -> None:
         if self.name not in ("lars", "sgd", "adamw"):
@@ -57,6 +62,10 @@ class OptimConfig:
             raise ValueError(f"train.optimizer.lr_scaling must be none, linear or sqrt, got {self.lr_scaling!r}")
         if self.lr <= 0 or self.weight_decay < 0 or self.warmup_epochs < 0:
             raise ValueError(f"train.optimizer: need lr > 0, weight_decay >= 0, warmup_epochs >= 0, got {self}")
+        if isinstance(self.clip_grad_norm, bool) or not isinstance(self.clip_grad_norm, (int, float)) \
+                or not self.clip_grad_norm >= 0:
+            raise ValueError(f"train.optimizer.clip_grad_norm must be a number >= 0 (0: no clipping), got "
+                             f"{self.clip_grad_norm!r}")
         if isinstance(self.warmup_iters, bool) or not isinstance(self.warmup_iters, int) or self.warmup_iters < 0:
             raise ValueError(f"train.optimizer.warmup_iters must be an integer >= 0, got {self.warmup_iters!r}")
         if self.warmup_epochs and self.warmup_iters:
@@ -185,7 +194,8 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
     """A run config (unimodal or image-text) as its ``config.json``: the dataclass as a dict, without ``stream``
     when the run is held in memory and without ``validation_fraction`` when it is not a selection run, so that
     in-memory, non-selection runs write the same file as before those options existed (``validation_split`` only
-    when True, ``long_tailed_order`` only for a long-tailed set whose classes are not in id order)."""
+    when True, ``long_tailed_order`` only for a long-tailed set whose classes are not in id order,
+    ``optimizer.clip_grad_norm`` only when it clips)."""
     out = dataclasses.asdict(cfg)
     if out["method"]["lr"] is None:  # the shared rate: optimizer.lr says it
         del out["method"]["lr"]
@@ -195,6 +205,8 @@ def run_config_dict(cfg: Any) -> dict[str, Any]:
         del out["validation_fraction"]
     if not out.get("validation_split", True):
         del out["validation_split"]
+    if "optimizer" in out and not out["optimizer"].get("clip_grad_norm", 1):
+        del out["optimizer"]["clip_grad_norm"]
     order = out.get("long_tailed_order")
     if order is not None and (order == FIXED_ORDER or SPECS[cfg.dataset].balanced is None):
         del out["long_tailed_order"]  # written where it applies (a long-tailed set) and is not id order

@@ -7,8 +7,9 @@ Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2
 * the step loop over ``epochs x steps_per_epoch`` steps, the warm-up + cosine factor set on every
   parameter group (``group["lr"] = group["base_lr"] * factor``) before each step (``warmup_steps=0,
   final_lr_fraction=1`` make the factor exactly 1: a constant rate);
-* the optimizer step (through a ``torch.amp.GradScaler``, a no-op unless fp16 on CUDA), with the loss
-  and the gradient watched by :class:`StepMonitor` (a diverging run stops and says why; per-epoch
+* the optimizer step (through a ``torch.amp.GradScaler``, a no-op unless fp16 on CUDA), after the gradient's
+  global L2 norm is clipped to ``clip_grad_norm`` when that is positive (``train.optimizer.clip_grad_norm``),
+  with the loss and the gradient watched by :class:`StepMonitor` (a diverging run stops and says why; per-epoch
   ``max_weight`` and ``grad_norm`` columns; see below);
 * one row per epoch (``epoch, step, samples_seen, loss, lr`` and the task's own columns: no wall clock,
   so a rerun with the same results writes the same files), preceded by an epoch-0 row of the initial model
@@ -207,7 +208,8 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
         curves_dir: Path | None, checkpoint_every: int = 0, describe: Callable[[dict], str] = lambda row: "",
         barrier: Callable[[], None] = lambda: None, is_main: bool = True,
         on_epoch_end: Callable[[int], None] = lambda epoch: None, timing_run: str | None = None,
-        timing_by: str = "epoch", run_dir: Path | None = None, settings: dict[str, Any] | None = None) -> list[dict]:
+        timing_by: str = "epoch", run_dir: Path | None = None, settings: dict[str, Any] | None = None,
+        clip_grad_norm: float = 0.0) -> list[dict]:
     """Train ``task`` to ``total_steps``, resuming from ``ckpt_path`` if it exists; return the epoch rows.
 
     ``curves_dir``: the DVCLive folder (None on the processes that write nothing); ``describe``: the
@@ -219,14 +221,16 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form); ``run_dir``: the
     run's output folder, locked for the run (``<run_dir>/local/run.lock``, beside the run's untracked files; None:
     no folder lock, as for the convergence study, which writes no run folder); ``settings``: what the run trains
-    (its config as a dict), kept in the checkpoint and compared on resume (:func:`check_settings`).
+    (its config as a dict), kept in the checkpoint and compared on resume (:func:`check_settings`);
+    ``clip_grad_norm``: when positive, the gradient of all the model's parameters is rescaled to at most this global
+    L2 norm before each step (after the monitor records its norm: ``grad_norm`` is the norm before clipping).
     """
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
     ckpt_path = Path(ckpt_path)
     if not is_main:  # the main process holds the run's lock for all of them
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings)
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings, clip_grad_norm)
     with contextlib.ExitStack() as locks:
         locks.enter_context(held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"),
                                         f"run {task.run_id} (checkpoint {ckpt_path})"))
@@ -234,7 +238,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
             locks.enter_context(held_by_one(Path(run_dir) / "local" / "run.lock",
                                             f"run {task.run_id} (run folder {run_dir})"))
         return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings)
+                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings, clip_grad_norm)
 
 
 # what every checkpoint :func:`fit` writes holds (``timings`` and ``settings`` are read when present)
@@ -244,7 +248,7 @@ CHECKPOINT_KEYS = ("model", "optimizer", "loss", "scaler", "monitor", "step", "l
 def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
          curves_dir: Path | None, checkpoint_every: int, describe: Callable[[dict], str],
          barrier: Callable[[], None], is_main: bool, on_epoch_end: Callable[[int], None], timing_run: str | None,
-         timing_by: str, settings: dict[str, Any] | None) -> list[dict]:
+         timing_by: str, settings: dict[str, Any] | None, clip_grad_norm: float = 0.0) -> list[dict]:
     model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
     monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
     for group in optimizer.param_groups:
@@ -301,6 +305,9 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             monitor.gradients(model.parameters())
+            if clip_grad_norm > 0:
+                scaler.unscale_(optimizer)  # a no-op unless fp16 on CUDA: the norm is clipped on the true gradient
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
             scaler.step(optimizer)
             scaler.update()
             losses.append(loss.item())

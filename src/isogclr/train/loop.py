@@ -203,7 +203,8 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None,
                    checkpoint_every=cfg.train.checkpoint_every, describe=_describe, barrier=distributed.barrier,
                    is_main=ctx.is_main, timing_run=timing.run_key(out_dir), run_dir=out_dir,
-                   settings={**cfg.to_dict(), "random_init_baseline": random_init_baseline})
+                   settings={**cfg.to_dict(), "random_init_baseline": random_init_baseline},
+                   clip_grad_norm=cfg.optimizer.clip_grad_norm)
     metrics = task.metrics
     if not ctx.is_main:
         return metrics
