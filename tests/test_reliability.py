@@ -16,44 +16,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from isogclr import io as iso_io
-from isogclr.losses.base import ContrastiveLoss
 from isogclr.train.engine import fit
 
-
-class _TinyTask:
-    """The smallest :class:`~isogclr.train.engine.Task`: a linear layer pulled towards zero."""
-
-    run_id, method, epochs, steps_per_epoch, batch_size = "tiny", "tiny", 2, 2, 4
-
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = nn.Linear(3, 2)
-        self.loss_fn = ContrastiveLoss()
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
-        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
-        self.x = torch.randn(4, 3)
-
-    def begin_epoch(self, epoch: int, start: int) -> None:
-        pass
-
-    def loss(self, batch: int) -> torch.Tensor:
-        return self.model(self.x).pow(2).mean()
-
-    def epoch_columns(self, epoch: int) -> dict:
-        return {}
-
-    def state_dict(self) -> dict:
-        return {"rng": torch.get_rng_state()}
-
-    def load_state_dict(self, state: dict, step: int) -> None:
-        torch.set_rng_state(state["rng"])
+from .engine_helpers import TinyTask
 
 
 def _fit(ckpt: Path, **kwargs) -> list[dict]:
-    task = _TinyTask()
+    task = TinyTask()
     return fit(task, total_steps=task.epochs * task.steps_per_epoch, warmup_steps=0, final_lr_fraction=1.0,
                ckpt_path=ckpt, **{"curves_dir": None, **kwargs})
 

@@ -10,50 +10,27 @@ import copy
 
 import pytest
 import torch
-from torch import nn
 
 from isogclr.config.core import OptimConfig, run_config
 from isogclr.config.profiles import load_params
 from isogclr.config.typed import ConfigError
 from isogclr.config.validate import validate_params
-from isogclr.losses.base import ContrastiveLoss
 from isogclr.train.engine import fit
 
 from .conftest import ROOT
+from .engine_helpers import TinyTask
 
 
-class _OneStep:
-    """A task of one step: a linear layer whose loss has a gradient of norm well above 1."""
-
-    run_id, method, epochs, steps_per_epoch, batch_size = "clip", "clip", 1, 1, 4
-
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = nn.Linear(3, 2)
-        self.loss_fn = ContrastiveLoss()
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
-        self.scaler = torch.amp.GradScaler("cpu", enabled=False)
-        self.x = 10 * torch.randn(4, 3)
-
-    def begin_epoch(self, epoch: int, start: int) -> None:
-        pass
-
-    def loss(self, batch: int) -> torch.Tensor:
-        return self.model(self.x).pow(2).mean()
-
-    def epoch_columns(self, epoch: int) -> dict:
-        return {}
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict, step: int) -> None:
-        pass
+def _task() -> TinyTask:
+    """One step of :class:`TinyTask` on inputs whose loss has a gradient of norm well above 1."""
+    task = TinyTask(x_scale=10.0)
+    task.epochs = task.steps_per_epoch = 1
+    return task
 
 
-def _step(tmp_path, **kwargs) -> tuple[_OneStep, list[torch.Tensor], list[torch.Tensor], list[dict]]:
-    """One step of :class:`_OneStep` through the engine; the task, its weights before, its gradient, the log."""
-    task = _OneStep()
+def _step(tmp_path, **kwargs) -> tuple[TinyTask, list[torch.Tensor], list[torch.Tensor], list[dict]]:
+    """One step of :func:`_task` through the engine; the task, its weights before, its gradient, the log."""
+    task = _task()
     before = [p.detach().clone() for p in task.model.parameters()]
     task.model.zero_grad()
     task.loss(0).backward()
