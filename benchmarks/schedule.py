@@ -4,10 +4,8 @@ projected from the stage times of the last forced repro (isogclr.analysis.cost),
 Every design is the committed params.yaml with an overlay (the same merge as a profile: ``!delete`` removes a
 key). The rates (seconds per run, per sample and per step, for image and image-text runs) are fit once to
 ``reports/repro_stages.csv`` with the plan of params.yaml; the stages no plan lists (data, the no-learning
-probes, the EMC2 convergence study, the reports) are counted as recorded. Two designs have a measured schedule
-to hold the projection against: the record itself (in-sample) and the testbed switch a later forced repro ran
-on a machine of the record's type (out-of-sample: 119.8 min, 237.9 stage-min, while tests shared the machine
-for about 20 of them).
+probes, the EMC2 convergence study, the reports) are counted as recorded. The committed profile is the record's
+plan, so its row holds the projection against the measured schedule (in-sample).
 
 Usage:
     python benchmarks/schedule.py            # reports/benchmarks/schedule.{csv,md}
@@ -29,27 +27,6 @@ from isogclr.pipeline import build_pipeline
 
 TARGET_MIN = 45.0  # the hour's schedule target (a machine at 0.70x the record's speed still fits the hour)
 
-# the testbed switch that a forced repro ran (lr 1.2, the class order from the seed, the selection on a generated
-# validation split, SogCLR's headline at a budget of its own, the rho sweeps at 1.6 and 3.6, no Fashion-MNIST-LT)
-SWITCH = """
-train: {optimizer: {lr: 1.2}}
-data:
-  long_tailed_order: by_seed
-  synthetic: {per_class: {10: [2000, 1000, 1000]}}
-tuning:
-  validation: split
-  validation_fraction: !delete
-references: {datasets: [synth10, synth10_lt, fashion_mnist_mini]}
-studies:
-  ladder_fashion_mnist_mini_lt: !delete
-  batch_headline: {methods: [simclr, sogclr], knob: train.batch_size, report: small_batch, values: [32, 256],
-                   dataset: synth10_lt, seeds: [0, 1, 2], overrides: {train.epochs: 8}}
-  batch_headline_steps: {methods: [simclr, sogclr], knob: train.batch_size, report: small_batch, values: [32],
-                         dataset: synth10_lt, seeds: [0, 1, 2], overrides: {train.epochs: 1}}
-bimodal_studies:
-  rho_pairs: {values: [1.6, 3.6]}
-  rho_pairs_objects: {values: [1.6, 3.6]}
-"""
 # every claim group at the 3-seed floor (Table 1 from 7 seeds to 3)
 FLOOR = "table1: {seeds: [0, 1, 2]}\n"
 # Table 1's long-tailed runs at half their epochs (6: the schedule-length setting of benchmarks/noise.py)
@@ -69,25 +46,14 @@ bimodal: {epochs: 8}
 bimodal_studies: {bimodal_epochs: {values: [4]}}
 """
 
-# the plan the record ran (its stages' schedule is the measurement the rates are fit to): the committed mini
-# profile before the rho sweeps of the image-text runs were added
-RECORD = """
-bimodal_studies:
-  rho_pairs: !delete
-  rho_pairs_objects: !delete
-"""
-
 DESIGNS = {  # name -> (overlays applied in order, measured schedule in minutes or None, what it keeps)
-    "the record's plan (in-sample)": ((RECORD,), "record", "every claim group but the RGCL sweeps"),
-    "mini (committed)": ((), None, "every claim group"),
-    "testbed switch": ((SWITCH,), 119.8, "every claim group, SogCLR's headline at its own budget"),
-    "switch, every group at 3 seeds": ((SWITCH, FLOOR), None, "every claim group, Table 1 at the floor"),
-    "switch, 3 seeds, Table 1 LT at 6 epochs": ((SWITCH, FLOOR, HALF_LT), None, "every claim group"),
-    "switch, central groups only": ((SWITCH, CENTRAL), None,
-                                    "Table 1 (7 seeds), selections, temperatures, image-text, RGCL sweeps"),
-    "switch, central groups, 3 seeds": ((SWITCH, CENTRAL, FLOOR), None, "as above, Table 1 at the floor"),
-    "switch, central groups, 3 seeds, image-text at 8 epochs": (
-        (SWITCH, CENTRAL, FLOOR, HALF_BIMODAL), None, "as above, the image-text runs at half their budget"),
+    "mini (committed): the record's plan (in-sample)": ((), "record", "every claim group"),
+    "every group at 3 seeds": ((FLOOR,), None, "every claim group, Table 1 at the floor"),
+    "3 seeds, Table 1 LT at 6 epochs": ((FLOOR, HALF_LT), None, "every claim group"),
+    "central groups only": ((CENTRAL,), None, "Table 1 (7 seeds), selections, temperatures, image-text, RGCL sweeps"),
+    "central groups, 3 seeds": ((CENTRAL, FLOOR), None, "as above, Table 1 at the floor"),
+    "central groups, 3 seeds, image-text at 8 epochs": (
+        (CENTRAL, FLOOR, HALF_BIMODAL), None, "as above, the image-text runs at half their budget"),
 }
 
 

@@ -101,15 +101,17 @@ REPORTS: dict[str, Report] = {
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
         "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, the seeds allocated by power, "
-        "keyed draws and what pairing by seed buys, and this repro against the last",
+        "keyed draws, the testbed switch (LARS lr 1.2 with the clip) against e51a3ce's verdicts at lr 2.0, and what "
+        "pairing by seed buys",
         {**_RUNS, "studies_dir": "studies"},
         reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
                "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
                "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
                "reports/testbed/verdicts_621e4fa.csv",
                "reports/testbed/verdicts_ec849f6.csv", "reports/testbed/verdicts_173e730.csv",
-               "reports/testbed/verdicts_9afb0d5.csv", "reports/testbed/repro_stages_9afb0d5.csv",
+               "reports/testbed/verdicts_d583a80.csv", "reports/testbed/repro_stages_d583a80.csv",
                "reports/testbed/verdicts_d775366.csv", "reports/testbed/verdicts_7b57a8e.csv",
+               "reports/testbed/verdicts_e51a3ce.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal", "ablations", "small_batch",
                                                               "emc2_convergence", "feature_tsne", "rgcl_analysis"))),
@@ -117,7 +119,7 @@ REPORTS: dict[str, Report] = {
         tables=("testbed_references", "testbed_verdicts_before_after", "testbed_verdicts_gradient_scale",
                 "testbed_verdicts_nine_seeds", "testbed_verdicts_hour", "testbed_verdicts_keyed",
                 "testbed_verdicts_one_seed", "testbed_verdicts_rules", "testbed_verdicts_last_repro",
-                "testbed_verdicts_since_d775366", "testbed_pairing"),
+                "testbed_status_moved", "testbed_pairing"),
         figures=("testbed_references",)),
 }
 
