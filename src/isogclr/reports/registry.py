@@ -118,8 +118,8 @@ REPORTS: dict[str, Report] = {
         params=("profile", "references", "table1", "table1_real", "studies"),
         tables=("testbed_references", "testbed_verdicts_before_after", "testbed_verdicts_gradient_scale",
                 "testbed_verdicts_nine_seeds", "testbed_verdicts_hour", "testbed_verdicts_keyed",
-                "testbed_verdicts_one_seed", "testbed_verdicts_rules", "testbed_verdicts_last_repro",
-                "testbed_status_moved", "testbed_pairing"),
+                "testbed_verdicts_one_seed", "testbed_verdicts_rules", "testbed_status_moved",
+                "testbed_verdicts_last_repro", "testbed_pairing"),
         figures=("testbed_references",)),
 }
 
