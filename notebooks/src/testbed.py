@@ -57,9 +57,9 @@ from isogclr.analysis.testbed import (
     moved,
     pairing,
     read_verdicts,
-    status_moves,
     reference_rows,
     status_counts,
+    status_moves,
     thresholds,
 )
 from isogclr.analysis.verdicts import write_verdicts
