@@ -144,6 +144,21 @@ def test_semantic_frequency_anchors_are_deterministic():
     assert np.all(a[0].h < 0.5)  # h_j = s(anchor, z_j) - s(anchor, positive), positive is a close view
 
 
+@pytest.mark.parametrize("kernel", ["Sandybridge", "SkylakeX"])
+def test_semantic_frequency_anchors_do_not_depend_on_the_blas_kernel(kernel):
+    """Figure 3's inputs are the same bytes under another CPU model's BLAS kernel (OpenBLAS picks it by CPU:
+    unrounded, the dot products differed in their last bits and the rendered figure by a pixel)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib; from isogclr.analysis.rgcl import semantic_frequency_anchors as s; "
+            "print(hashlib.sha256(b''.join(a.h.tobytes() for a in s(m=1000, seed=0))).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "OPENBLAS_CORETYPE": core}).stdout for core in ("Haswell", kernel)}
+    assert len(digests) == 1
+
+
 # --- Figures 4 and 5 ----------------------------------------------------------------------------------------
 
 

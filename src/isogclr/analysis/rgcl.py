@@ -175,7 +175,10 @@ def semantic_frequency_anchors(m: int = 1000, num_classes: int = 10, imbalance: 
     for name, label in (("frequent", 0), ("rare", num_classes - 1)):
         anchor = sample(np.array([label]), class_noise, centres)[0]
         positive = sample(np.array([0]), view_noise, anchor[None])[0]
-        anchors.append(Anchor(name, label, negatives @ anchor - positive @ anchor, labels == label))
+        # h to 1e-12: the BLAS kernel of a dot product (chosen by CPU model) moves its last bits, which moved
+        # tau* by 1e-8 and the figure by a pixel between machine types; rounded, every kernel gives the same h
+        h = np.round(negatives @ anchor - positive @ anchor, 12)
+        anchors.append(Anchor(name, label, h, labels == label))
     return anchors[0], anchors[1]
 
 
