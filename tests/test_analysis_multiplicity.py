@@ -49,3 +49,11 @@ def test_each_claim_counted_once_and_marginal_verdicts_do_not_survive():
 def test_the_verdict_table_records_how_its_interval_was_made():
     t = verdict_table([effect("c", {0: 1.0, 1: 1.1, 2: 0.9}, what="d")])
     assert t["interval"].iloc[0] == "t" and pd.isna(t["repeats"].iloc[0])
+
+
+def test_the_same_numbers_are_one_claim_whatever_their_columns_type():
+    """One report's CSV reads its seeds as 3.0 (a not-testable row left the column empty), another's as 3."""
+    table = pd.DataFrame({"claim": ["A", "A again", "B", "C"], "effect": [2.0, 2, "", ""],
+                          "ci_low": [1.752, 1.752, "", ""], "ci_high": [2.248, 2.248, "", ""],
+                          "n_seeds": [3.0, 3, "", ""], "repeats": ["", "", "", ""]})
+    assert unique_rows(table).tolist() == [0, 0, 2, 3]  # two rows without numbers (not testable) are two claims

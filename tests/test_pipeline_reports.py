@@ -128,3 +128,47 @@ def test_a_reports_params_cover_what_its_notebook_reads(name):
                      if not key.startswith(("studies.", "bimodal_studies."))
                      and not any(key == p or key.startswith(p + ".") or p.startswith(key + ".") for p in declared))
     assert not missing, f"report {name}: its notebook reads {missing}, which its params {declared} do not cover"
+
+
+def test_every_training_stage_of_the_record_is_quoted_by_a_report():
+    """Every training family the forced repro timed (a stage that wrote runs) is some page's
+    training, and every page's families are in the record, so no page's CPU minutes leave out or invent a stage."""
+    import csv
+
+    from isogclr.reports.registry import STAGE_RECORD
+
+    with open(ROOT / STAGE_RECORD.path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    trained = {row["family"] for row in rows if int(row["runs"]) > 0 or row["family"] == "emc2_convergence_runs"}
+    quoted = {family for report in REPORTS.values() for family in report.trains}
+    assert trained <= quoted, sorted(trained - quoted)
+    assert quoted <= {row["family"] for row in rows}, sorted(quoted - {row["family"] for row in rows})
+
+
+def test_training_minutes_sum_the_pages_stages_of_the_records_profile_only(tmp_path, monkeypatch):
+    from isogclr.analysis.explain import minutes_clause, scale_sentence
+    from isogclr.reports import registry
+
+    record = tmp_path / "record.csv"
+    record.write_text("stage,start_s,end_s,seconds,ok,family,runs\n"
+                      "pipelines/study_rho/dvc.yaml:study_rho,0,60,60.0,1,study_rho,12\n"
+                      "pipelines/study_tau/dvc.yaml:study_tau@0,0,30,30.0,1,study_tau,6\n"
+                      "pipelines/study_tau/dvc.yaml:study_tau@1,30,60,30.0,1,study_tau,6\n"
+                      "ablations,60,90,30.0,1,ablations,0\n")
+    monkeypatch.setattr(registry, "STAGE_RECORD", registry.StageRecord(str(record), "mini", "abc1234"))
+    monkeypatch.setitem(registry.REPORTS, "r", registry.Report("r", {}, trains=("study_rho", "study_tau")))
+    assert registry.training_minutes("r", {"profile": "mini"}) == pytest.approx(2.0)  # 60 + 30 + 30 s, not the report
+    assert registry.training_minutes("r", {"profile": "smoke"}) is None  # not the runs the record timed
+    assert registry.timed("r", {"profile": "smoke"}) == {"minutes": None, "commit": "abc1234"}
+    monkeypatch.setitem(registry.REPORTS, "q", registry.Report("q", {}, trains=("study_gamma",)))
+    with pytest.raises(ValueError, match="study_gamma"):
+        registry.training_minutes("q", {"profile": "mini"})
+    assert minutes_clause(None) == ""
+    assert minutes_clause(2.0, "abc1234").startswith("; 2.0 CPU minutes of training (its training stages in the "
+                                                     "forced repro of abc1234")
+    assert "; 63 CPU minutes" in minutes_clause(63.385)
+    params = {"model": {"encoder": {"arch": "resnet10", "width": 16}},
+              "data": {"synthetic": {"per_class": {10: [100, 20]}, "image_size": 16}}}
+    sentence = scale_sentence(params, {"synth10": 3}, 3, **registry.timed("r", {"profile": "mini"}))
+    assert sentence.endswith("3 seeds; 2.0 CPU minutes of training (its training stages in the forced repro of "
+                             "abc1234 that made these runs, two at a time on 2 cores).")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import nbformat
 import pandas as pd
 import pytest
@@ -32,8 +34,8 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     assert "inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive | +0.50 [-18.56, +19.56]" \
         in readme  # claim B
     assert "supported, not settled (p 0.53); Holm: supported |" in readme  # 2 claims tested: claim A survives
-    assert "2 claims tested, each counted once" in readme and "Bottom line: supported, not settled (p 0.53): claim A" \
-        in readme
+    assert "4 claims, each counted once; 2 tested: 1 supported, 0 contradicted, 1 inconclusive, 2 not testable" \
+        in readme and "Bottom line: supported, not settled (p 0.53): claim A" in readme
     assert "0 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme  # per report
     assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()
@@ -54,3 +56,23 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
 def test_index_names_a_missing_report(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.ipynb"):
         build_index(tmp_path, ["nope"], profile="mini")
+
+
+def test_the_index_counts_a_claim_another_page_repeats_once(tmp_path):
+    """A row that repeats another page's claim on the same runs (``repeats``, or the very same numbers) is shown on
+    its page but counted once in the index's totals, its statuses and Holm's."""
+    for name in ("one", "two"):
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}")]),
+                       tmp_path / f"{name}.ipynb")
+    a, b = ("a", {0: 3.0, 1: 4.0, 2: 5.0}), ("b", {0: 1.0, 1: 2.1, 2: 2.9})
+    write_verdicts([compare("claim A", a, b), not_testable("claim C", "z")], tmp_path, "one")
+    again = compare("claim A on page two", a, b)
+    write_verdicts([again, replace(compare("claim A, repeated", a, b), repeats="claim A")], tmp_path, "two")
+    build_index(tmp_path, ["one", "two"], profile="mini")
+    readme = (tmp_path / "README.md").read_text()
+    assert "2 claims, each counted once (2 rows repeat another row's claim, on its runs or a subset of them); " \
+           "1 tested: 1 supported, 0 contradicted, 0 inconclusive, 1 not testable" in readme
+    assert "under Holm's adjustment: 1 supported, 0 contradicted, 0 inconclusive, 0 not testable of the tested" \
+        in readme
+    assert readme.count("1 supported, 0 contradicted, 0 inconclusive, 1 not testable") == 2  # the index, page one
+    assert "2 supported, 0 contradicted, 0 inconclusive, 0 not testable" in readme  # page two shows both its rows

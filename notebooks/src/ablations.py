@@ -41,6 +41,7 @@ import pandas as pd
 
 from isogclr.analysis.ablations import gamma_verdict, rho_verdict, tau_distribution_verdict, tau_verdicts
 from isogclr.analysis.explain import scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, write_verdicts
@@ -59,7 +60,7 @@ def epochs_of(study: str) -> int:
 
 
 print(scale_sentence(params, {dataset: epochs_of("rho")}, len(study_spec(params, "rho").seeds),
-                     extra="one-knob studies of rho, tau, tau_init and gamma"))
+                     extra="one-knob studies of rho, tau, tau_init and gamma", **timed("ablations", params)))
 
 
 def shared_point(study: str, other: str, method: str) -> dict:

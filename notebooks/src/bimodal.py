@@ -58,6 +58,7 @@ from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimod
                                       tau_extremes, tau_frequency_correlation, tau_frequency_verdict,
                                       TAU_FREQUENCY_CLAIM)
 from isogclr.analysis.explain import pairs_scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.analysis.head_clusters import cluster_means, load_study_taus, slack_table, slack_verdict
 from isogclr.analysis.stats import at_bound
 from isogclr.analysis.studies import check_differs_only, studies_read_by, study_run_path
@@ -102,7 +103,7 @@ setting = (f"profile `{profile}`: {spec.epochs} epochs, batch {spec.batch_size},
            f"mean ± std over seeds {seeds}"
            + (f" ({', '.join(other_seeds)}: seeds {list(plan[other_seeds[0]])})" if other_seeds else "")
            + "; paper: CC3M, 30 epochs, batch 512, 3 seeds")
-print(pairs_scale_sentence(params, spec.epochs, spec.batch_size, len(seeds)))
+print(pairs_scale_sentence(params, spec.epochs, spec.batch_size, len(seeds), **timed("bimodal", params)))
 
 # %% [markdown]
 # ## The selection on held-out training pairs

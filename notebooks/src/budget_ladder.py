@@ -52,6 +52,7 @@ from isogclr.analysis.ladder import (
     trend_sentence,
 )
 from isogclr.analysis.explain import scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
@@ -82,7 +83,7 @@ for study in ladder_studies(params):
 if ladders:
     print(scale_sentence(params, {ladder["spec"].dataset: " and ".join(str(e) for e in sorted(
         {int(x) for x in ladder["frame"]["epochs"]})) for ladder in ladders.values()},
-        max(len(ladder["spec"].seeds) for ladder in ladders.values())))
+        max(len(ladder["spec"].seeds) for ladder in ladders.values()), **timed("budget_ladder", params)))
 tables = [ladder_table(study, ladder["spec"].dataset, ladder["summary"], ladder["gaps"], ladder["correlation_summary"])
           for study, ladder in ladders.items()]
 table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame({"note": ["no budget ladder in this profile"]})

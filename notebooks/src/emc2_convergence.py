@@ -55,7 +55,10 @@ import pandas as pd
 
 from isogclr.analysis.emc2 import augmentation_verdicts, convergence_verdicts
 from isogclr.analysis.tables import save_figure, write_table
+from isogclr.analysis.explain import minutes_clause
 from isogclr.analysis.verdicts import write_verdicts
+from isogclr.config.profiles import load_params
+from isogclr.reports.registry import timed
 
 cfg = SimpleNamespace(**json.loads((Path(runs_dir) / "config.json").read_text()))  # the study's resolved settings
 FRESH_VIEWS = cfg.fresh_views  # num_augmentations of the EMC2 run with fresh views every step
@@ -65,7 +68,7 @@ print(f"study: {cfg.num_images} images x {cfg.num_augmentations} views, batch "
       f"{cfg.batch_size}, {cfg.epochs} epochs, lr {cfg.lr}, beta {cfg.beta} (tau {cfg.tau}), seeds {cfg.seeds}")
 print(f"Scale: {cfg.num_images} generated synth10 images x {cfg.num_augmentations} pre-computed views, batch "
       f"{cfg.batch_size}, {cfg.epochs} epochs on CPU, {len(cfg.seeds)} seeds; the exact gradient over all of them "
-      f"at every evaluation.")
+      f"at every evaluation{minutes_clause(**timed('emc2_convergence', load_params(params_path)))}.")
 
 # %% [markdown]
 # ## Figure 7: exact objective and squared gradient norm against samples seen

@@ -52,6 +52,7 @@ from isogclr.analysis.embeddings import (
     tsne_verdicts,
 )
 from isogclr.analysis.explain import scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import write_verdicts
@@ -64,7 +65,8 @@ params = load_params(params_path)
 profile = profile_name(params)
 dataset = dataset or table_spec(params, "table1").datasets[0]
 seeds = table_spec(params, "table1").seeds[:3] if seeds is None else seeds
-print(scale_sentence(params, {dataset: pretraining_epochs(params, dataset=dataset)}, len(seeds)))
+print(scale_sentence(params, {dataset: pretraining_epochs(params, dataset=dataset)}, len(seeds),
+                     **timed("feature_tsne", params)))
 seed = seeds[0]  # the pictures' seed
 lt_dataset = lt_dataset or temperature_spec(params).datasets[0]
 rows, panels = [], {}

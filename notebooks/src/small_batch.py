@@ -36,6 +36,7 @@ import pandas as pd
 from IPython.display import display
 
 from isogclr.analysis.explain import scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.analysis.studies import collect_study, studies_read_by, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.small_batch import (batch_verdicts, burn_in_verdict, curve_verdicts, emc2_verdicts, final_steps,
@@ -55,7 +56,8 @@ small_b = small.values[0]
 standard = study_spec(params, "standard_batch")
 standard_b = standard.values[0]
 epochs = pretraining_epochs(params, study="batch_size")  # as the study's runs resolve them
-print(scale_sentence(params, {batch.dataset: epochs}, len(batch.seeds), extra=f"batch sizes {list(batch.values)}"))
+print(scale_sentence(params, {batch.dataset: epochs}, len(batch.seeds), extra=f"batch sizes {list(batch.values)}",
+                     **timed("small_batch", params)))
 verdicts: list[Verdict] = []
 
 # %% [markdown]

@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import extreme_class_distribution, frequency_correlation, load_temperatures
 from isogclr.analysis.explain import scale_sentence
+from isogclr.reports.registry import timed
 from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, temperature_spec
@@ -33,7 +34,8 @@ from isogclr.config.studies import pretraining_epochs
 
 params = load_params(params_path)
 spec = temperature_spec(params)  # Table 1's runs of these methods and datasets, at Table 1's seeds
-print(scale_sentence(params, {d: pretraining_epochs(params, dataset=d) for d in spec.datasets}, len(spec.seeds)))
+print(scale_sentence(params, {d: pretraining_epochs(params, dataset=d) for d in spec.datasets}, len(spec.seeds),
+                     **timed("temperature_vs_frequency", params)))
 run_ids = [run_id(m, d, s) for m in spec.methods for d in spec.datasets for s in spec.seeds]
 taus = load_temperatures(runs_dir, run_ids)
 correlations = frequency_correlation(taus).set_index("run")

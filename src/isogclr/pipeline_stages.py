@@ -10,7 +10,7 @@ from typing import Any
 
 from .code_deps import module_closure, notebook_modules
 from .dataset_specs import GENERATED, Generator, source
-from .reports.registry import Report
+from .reports.registry import STAGE_RECORD, Report
 
 REPORT_ENTRY = ("isogclr.reports.notebook", "isogclr.reports.notebooks")  # `python -m isogclr report <name>`
 RUN_PARAMS = ("data.root", "data.long_tailed_order", "methods.${item.method}", "model", "augment", "train", "probe")
@@ -181,6 +181,7 @@ def report_stage(name: str, report: Report, studies: list[tuple[str, str]], root
         "cmd": f"python -m isogclr report {name} {papermill}",
         "deps": [f"notebooks/{name}.ipynb", f"notebooks/src/{name}.py", *code,
                  *(f"src/isogclr/analysis/paper/{p}.csv" for p in report.paper), *report.reads,
+                 *([STAGE_RECORD.path] if report.trains and STAGE_RECORD.path not in report.reads else []),
                  *(f"tuning/{m}/{f}" for m in tuned for f in ("candidates.csv", "selected.json")),
                  *(f"studies/{study}" for study, _ in studies)],
         # a section the profile does not have (the references of a profile without them) is not a parameter

@@ -92,23 +92,38 @@ def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
     return per_class * classes, classes, side
 
 
-def scale_sentence(params: dict, epochs: dict[str, int], seeds: int, extra: str = "") -> str:
+def minutes_clause(minutes: float | None, commit: str = "") -> str:
+    """"; N CPU minutes of training (...)" for a sentence of scale: ``minutes`` the wall minutes of the page's
+    training stages in the forced repro at ``commit`` that made its runs (:func:`isogclr.reports.registry.
+    training_minutes`), two stages at a time on 2 cores, so about one core each; "" when None (not timed)."""
+    if minutes is None:
+        return ""
+    shown = f"{minutes:.0f}" if minutes >= 10 else f"{minutes:.1f}"
+    at = f" of {commit}" if commit else ""
+    return f"; {shown} CPU minutes of training (its training stages in the forced repro{at} that made these runs, " \
+           "two at a time on 2 cores)"
+
+
+def scale_sentence(params: dict, epochs: dict[str, int], seeds: int, extra: str = "", minutes: float | None = None,
+                   commit: str = "") -> str:
     """One sentence of scale, "Scale: ...": per dataset its training images, classes, pixels and epochs, the encoder
-    (``model.encoder``: arch and width), the seeds; ``extra`` is appended (e.g. a study's batch sizes)."""
+    (``model.encoder``: arch and width), the seeds; ``extra`` is appended (e.g. a study's batch sizes), then the
+    training's CPU minutes (:func:`minutes_clause`)."""
     encoder = (params.get("model") or {}).get("encoder") or {}
     sets = "; ".join(f"{d}: {n:,} training images of {c} classes, {side}x{side} pixels, {e} epochs"
                      for d, e in epochs.items() for n, c, side in [train_images(params, d)])
     return (f"Scale: {sets}; encoder {encoder.get('arch', '?')} width {encoder.get('width', '?')} trained from "
-            f"scratch on CPU; {seeds} seeds{'; ' + extra if extra else ''}.")
+            f"scratch on CPU; {seeds} seeds{'; ' + extra if extra else ''}{minutes_clause(minutes, commit)}.")
 
 
-def pairs_scale_sentence(params: dict, epochs: int, batch: int, seeds: int) -> str:
+def pairs_scale_sentence(params: dict, epochs: int, batch: int, seeds: int, minutes: float | None = None,
+                         commit: str = "") -> str:
     """The image-text reports' sentence of scale: the generated pairs (``data.synthetic_pairs``) and the image
-    encoder (``bimodal.image_encoder``)."""
+    encoder (``bimodal.image_encoder``), then the training's CPU minutes (:func:`minutes_clause`)."""
     pairs = (params.get("data") or {}).get("synthetic_pairs") or {}
     encoder = ((params.get("bimodal") or {}).get("image_encoder")) or {}
     init = "pre-trained with labels on synth100" if encoder.get("init") else "from scratch"
     return (f"Scale: {int(pairs.get('num_pairs', 0)):,} generated image-text pairs of {pairs.get('num_clusters')} "
             f"semantic clusters, {pairs.get('image_size')}x{pairs.get('image_size')} pixels; image encoder "
             f"{encoder.get('arch', '?')} width {encoder.get('width', '?')} {init}; {epochs} epochs at batch {batch} "
-            f"on CPU; {seeds} seeds.")
+            f"on CPU; {seeds} seeds{minutes_clause(minutes, commit)}.")

@@ -75,6 +75,12 @@ def holm(p: list[float]) -> list[float]:
     return adjusted
 
 
+def _key(x: object) -> str:
+    """A number as one string whatever its column's type (3, 3.0 and "3" read alike; "" for none)."""
+    x = _number(x)
+    return "" if x is None else f"{x:.10g}"
+
+
 def unique_rows(table: pd.DataFrame) -> pd.Series:
     """For each row of ``table`` (all reports' verdicts, columns claim, effect, ci_low, ci_high, n_seeds, repeats),
     the index of the row it counts as: itself, the row whose claim its ``repeats`` names, or the first row with
@@ -86,11 +92,11 @@ def unique_rows(table: pd.DataFrame) -> pd.Series:
     by_claim = {r.claim: i for i, r in table.iterrows() if not repeats(r)}
     by_numbers, out = {}, []
     for i, r in table.iterrows():
-        numbers = tuple(str(r.get(c, "")) for c in ("effect", "ci_low", "ci_high", "n_seeds"))
+        numbers = tuple(_key(r.get(c, "")) for c in ("effect", "ci_low", "ci_high", "n_seeds"))
         if repeats(r) in by_claim:
             out.append(by_claim[repeats(r)])
-        elif numbers[1] not in ("", "nan") and numbers in by_numbers:
-            out.append(by_numbers[numbers])
+        elif numbers[1] == "":  # no interval (not testable): its numbers say nothing of which runs it rests on
+            out.append(i)
         else:
             out.append(by_numbers.setdefault(numbers, i))
     return pd.Series(out, index=table.index)

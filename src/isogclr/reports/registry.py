@@ -4,7 +4,9 @@ writes. One list: the pipeline's report stages, the index and the command line r
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Report:
     selection: str | None = None  # the selection section it shows (tuning/<m>/ of its methods), if params has it
     tables: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
+    trains: tuple[str, ...] = ()  # the training stage families whose runs it reads (its CPU minutes: STAGE_RECORD)
 
     def outputs(self) -> tuple[list[str], list[str]]:
         """``(tables, figures)`` relative to ``reports/``: each table as its ``.md`` and ``.csv``."""
@@ -32,6 +35,43 @@ class Report:
                 [f"figures/{stem}.png" for stem in self.figures])
 
 
+@dataclass(frozen=True)
+class StageRecord:
+    """The stage times of the forced repro that made the committed runs: ``python -m isogclr repro --force`` writes
+    ``reports/repro_stages.csv``, and its copy ``path`` is frozen with the runs it made (of profile ``profile``, at
+    ``commit``). Each page's sentence of scale quotes its training stages' minutes from it
+    (:func:`training_minutes`): a number that reruns do not move, unlike the live record."""
+
+    path: str
+    profile: str
+    commit: str
+
+
+STAGE_RECORD = StageRecord("reports/testbed/repro_stages_d583a80.csv", "mini", "d583a80")
+
+
+def training_minutes(name: str, params: dict, root: Path | str = ".") -> float | None:
+    """The wall minutes of report ``name``'s training stages (``Report.trains``, every stage of those families) in
+    :data:`STAGE_RECORD`, two stages at a time on 2 cores; None when ``params`` is of another profile than the
+    record's (its runs are not the ones timed) or the report trains nothing."""
+    families = set(REPORTS[name].trains)
+    if not families or params.get("profile") != STAGE_RECORD.profile:
+        return None
+    with open(Path(root) / STAGE_RECORD.path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    missing = families - {row["family"] for row in rows}
+    if missing:
+        raise ValueError(f"{STAGE_RECORD.path} has no stage of {sorted(missing)} (Report.trains of {name!r})")
+    return sum(float(row["seconds"]) for row in rows if row["family"] in families) / 60
+
+
+def timed(name: str, params: dict) -> dict:
+    """The keywords of a sentence of scale (:func:`isogclr.analysis.explain.scale_sentence`) that quote report
+    ``name``'s CPU minutes of training: ``{"minutes": ..., "commit": ...}`` (minutes None: not timed)."""
+    return {"minutes": training_minutes(name, params), "commit": STAGE_RECORD.commit}
+
+
+_TABLE1_RUNS = ("references", "train", "train_table3", "train_real", "train_references", "study_ladder_synth10_lt")
 _RUNS = {"params_path": "params.yaml", "runs_dir": "runs", "reports_dir": "reports"}
 REPORTS: dict[str, Report] = {
     "table1_unimodal": Report(
@@ -41,17 +81,17 @@ REPORTS: dict[str, Report] = {
                 "data.fashion_mnist_mini"),
         paper=("isogclr_table1", "isogclr_table34"),
         tables=("table1_unimodal", "table1_real", "table3_all_methods", "table34_epochs"),
-        figures=("table1_unimodal", "table34_epochs")),
+        figures=("table1_unimodal", "table34_epochs"), trains=_TABLE1_RUNS),
     "temperature_vs_frequency": Report(
         "iSogCLR Sec. 6.3, Figure 5: learned tau vs semantic frequency", _RUNS, reads=("runs",),
         params=("profile", "temperatures", "table1.seeds"),
         tables=("temperature_vs_frequency",),
-        figures=("temperature_vs_frequency",)),
+        figures=("temperature_vs_frequency",), trains=("train",)),
     "feature_tsne": Report(
         "iSogCLR Figures 4-5: t-SNE of frozen features (first three Table 1 seeds)", _RUNS, reads=("runs",),
         params=("profile", "table1.datasets", "table1.seeds", "temperatures.datasets"),
         tables=("feature_tsne",),
-        figures=("feature_tsne", "tau_tsne")),
+        figures=("feature_tsne", "tau_tsne"), trains=("train",)),
     "rgcl_analysis": Report(
         "iSogCLR Figures 2-3, computed exactly (no training)",
         {"reports_dir": "reports", "params_path": "params.yaml"},  # rho and tau of the untuned runs
@@ -64,19 +104,22 @@ REPORTS: dict[str, Report] = {
         params=("profile", "table1", "methods.isogclr", "methods.sogclr"),
         paper=("isogclr_table8", "isogclr_table9", "sogclr_table8"),
         tables=("ablation_rho", "ablation_tau", "ablation_tau_distributions", "ablation_gamma"),
-        figures=("ablation_tau_rho", "ablation_tau_distributions")),
+        figures=("ablation_tau_rho", "ablation_tau_distributions"),
+        trains=("study_rho", "study_tau", "study_tau_init", "study_gamma")),
     "small_batch": Report(
         "SogCLR Tables 2/3/6; EMC2 curves and burn-in",
         {**_RUNS, "studies_dir": "studies"}, reads=("runs",),  # runs: the no-learning floor (references)
         params=("profile", "references"), paper=("sogclr_batch",),
         tables=("batch_size", "batch_headline", "small_batch", "standard_batch", "emc2_burn_in"),
-        figures=("emc2_curves",)),
+        figures=("emc2_curves",),
+        trains=("study_batch_size", "study_small_batch", "study_standard_batch", "study_burn_in", "study_batch_headline",
+                "study_batch_headline_steps")),
     "emc2_convergence": Report(
         "EMC2 Fig. 7 (exact gradient norm) and Fig. 3 (pre-computed views): reads emc2_convergence_runs",
         {"params_path": "params.yaml", "runs_dir": "runs_convergence", "reports_dir": "reports"},
         reads=("runs_convergence",), params=("profile", "emc2_convergence"),
         tables=("emc2_convergence", "emc2_augmentations"),
-        figures=("emc2_convergence",)),
+        figures=("emc2_convergence",), trains=("emc2_convergence_runs",)),
     "budget_ladder": Report(
         "iSogCLR Table 1 and Sec. 6.3 against the budget: the ladders (studies with report: budget_ladder), "
         "and the selection on the validation split",
@@ -85,7 +128,7 @@ REPORTS: dict[str, Report] = {
                 "train.epochs_by_dataset"),
         paper=("isogclr_table1",),
         tables=("budget_ladder", "budget_ladder_references", "tuning_selection"),
-        figures=("budget_ladder",)),
+        figures=("budget_ladder",), trains=("tune", "study_ladder_synth10_lt")),
     "bimodal": Report(
         "iSogCLR Tables 2/5-7, Figures 1 (right), 6/10/11, appendix C.3; SogCLR Table 4",
         {"params_path": "params.yaml", "runs_dir": "runs_bimodal", "studies_dir": "studies", "reports_dir": "reports",
@@ -97,7 +140,9 @@ REPORTS: dict[str, Report] = {
         tables=("tuning_selection_bimodal", "bimodal_retrieval", "bimodal_zeroshot", "sogclr_table4_epochs",
                 "bimodal_tau_frequency", "bimodal_tau_bounds", "bimodal_rho_sweep"),
         figures=("sogclr_table4_epochs", "bimodal_convergence", "bimodal_individual_tau", "bimodal_tau_extremes",
-                 "bimodal_rho_sweep")),
+                 "bimodal_rho_sweep"),
+        trains=("train_pretrain", "tune_bimodal", "train_bimodal", "train_bimodal_side", "study_bimodal_epochs",
+                "study_rho_pairs", "study_rho_pairs_objects")),
     "testbed": Report(
         "How much the mini runs learn (reference rows, the calibration's thresholds) and the central verdicts "
         "before and after the calibration, SogCLR/iSogCLR at SimCLR's gradient scale, the seeds allocated by power, "
