@@ -149,13 +149,13 @@ def test_training_minutes_sum_the_pages_stages_of_the_records_profile_only(tmp_p
     from isogclr.analysis.explain import minutes_clause, scale_sentence
     from isogclr.reports import registry
 
-    record = tmp_path / "record.csv"
+    record = tmp_path / "repro_stages_abc1234.csv"
     record.write_text("stage,start_s,end_s,seconds,ok,family,runs\n"
                       "pipelines/study_rho/dvc.yaml:study_rho,0,60,60.0,1,study_rho,12\n"
                       "pipelines/study_tau/dvc.yaml:study_tau@0,0,30,30.0,1,study_tau,6\n"
                       "pipelines/study_tau/dvc.yaml:study_tau@1,30,60,30.0,1,study_tau,6\n"
                       "ablations,60,90,30.0,1,ablations,0\n")
-    monkeypatch.setattr(registry, "STAGE_RECORD", registry.StageRecord(str(record), "mini", "abc1234"))
+    monkeypatch.setattr(registry, "STAGE_RECORD", registry.StageRecord(str(record), "mini"))
     monkeypatch.setitem(registry.REPORTS, "r", registry.Report("r", {}, trains=("study_rho", "study_tau")))
     assert registry.training_minutes("r", {"profile": "mini"}) == pytest.approx(2.0)  # 60 + 30 + 30 s, not the report
     assert registry.training_minutes("r", {"profile": "smoke"}) is None  # not the runs the record timed

@@ -41,13 +41,13 @@ import pandas as pd
 
 from isogclr.analysis.ablations import gamma_verdict, rho_verdict, tau_distribution_verdict, tau_verdicts
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
 from isogclr.analysis.verdicts import Verdict, write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import method_settings, profile_name
 from isogclr.config.studies import pretraining_epochs, study_spec
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

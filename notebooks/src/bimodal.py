@@ -58,7 +58,6 @@ from isogclr.analysis.bimodal import (RETRIEVAL_METRICS, ZEROSHOT_METRICS, bimod
                                       tau_extremes, tau_frequency_correlation, tau_frequency_verdict,
                                       TAU_FREQUENCY_CLAIM)
 from isogclr.analysis.explain import pairs_scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.head_clusters import cluster_means, load_study_taus, slack_table, slack_verdict
 from isogclr.analysis.stats import at_bound
 from isogclr.analysis.studies import check_differs_only, studies_read_by, study_run_path
@@ -75,6 +74,7 @@ from isogclr.config.bimodal import (
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import method_settings, profile_name
 from isogclr.config.tuning import tuning_spec
+from isogclr.reports.registry import timed
 from isogclr.data.manifest import ensure_tracked
 
 params = load_params(params_path)

@@ -52,7 +52,6 @@ from isogclr.analysis.ladder import (
     trend_sentence,
 )
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.tables import MISSING, PAPER_COUNTERPART, save_figure, write_table
 from isogclr.analysis.testbed import reference_rows
 from isogclr.analysis.verdicts import write_verdicts
@@ -60,6 +59,7 @@ from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
 from isogclr.config.studies import study_spec
 from isogclr.config.tuning import tuning_spec
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")

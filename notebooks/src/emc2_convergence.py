@@ -54,8 +54,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.emc2 import augmentation_verdicts, convergence_verdicts
-from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.explain import minutes_clause
+from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.verdicts import write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.reports.registry import timed

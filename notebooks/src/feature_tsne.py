@@ -52,7 +52,6 @@ from isogclr.analysis.embeddings import (
     tsne_verdicts,
 )
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import load_temperatures
 from isogclr.analysis.verdicts import write_verdicts
@@ -60,6 +59,7 @@ from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec, temperature_spec
 from isogclr.config.studies import pretraining_epochs
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

@@ -36,7 +36,6 @@ import pandas as pd
 from IPython.display import display
 
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.studies import collect_study, studies_read_by, study_curves
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
 from isogclr.analysis.small_batch import (batch_verdicts, burn_in_verdict, curve_verdicts, emc2_verdicts, final_steps,
@@ -47,6 +46,7 @@ from isogclr.analysis.verdicts import Verdict, write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
 from isogclr.config.studies import pretraining_epochs, study_spec
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

@@ -47,7 +47,6 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.analysis.studies import check_differs_only, collect_study, study_run_path
 from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, budget_study, ceilings, epochs_table,
                                      epochs_verdicts, longtail_gain_verdict, no_learning_floors, table1_table,
@@ -59,6 +58,7 @@ from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
 from isogclr.config.studies import pretraining_epochs, study_spec
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

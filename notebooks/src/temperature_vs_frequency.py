@@ -26,11 +26,11 @@ import matplotlib.pyplot as plt
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.temperatures import extreme_class_distribution, frequency_correlation, load_temperatures
 from isogclr.analysis.explain import scale_sentence
-from isogclr.reports.registry import timed
 from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, temperature_spec
 from isogclr.config.studies import pretraining_epochs
+from isogclr.reports.registry import timed
 
 params = load_params(params_path)
 spec = temperature_spec(params)  # Table 1's runs of these methods and datasets, at Table 1's seeds

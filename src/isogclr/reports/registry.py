@@ -38,16 +38,20 @@ class Report:
 @dataclass(frozen=True)
 class StageRecord:
     """The stage times of the forced repro that made the committed runs: ``python -m isogclr repro --force`` writes
-    ``reports/repro_stages.csv``, and its copy ``path`` is frozen with the runs it made (of profile ``profile``, at
-    ``commit``). Each page's sentence of scale quotes its training stages' minutes from it
+    ``reports/repro_stages.csv``, and its copy ``path`` (``repro_stages_<commit>.csv``) is frozen with the runs it
+    made, of profile ``profile``. Each page's sentence of scale quotes its training stages' minutes from it
     (:func:`training_minutes`): a number that reruns do not move, unlike the live record."""
 
     path: str
     profile: str
-    commit: str
+
+    @property
+    def commit(self) -> str:
+        """The commit that forced repro ran, from the file's name."""
+        return Path(self.path).stem.removeprefix("repro_stages_")
 
 
-STAGE_RECORD = StageRecord("reports/testbed/repro_stages_d583a80.csv", "mini", "d583a80")
+STAGE_RECORD = StageRecord("reports/testbed/repro_stages_d583a80.csv", "mini")
 
 
 def training_minutes(name: str, params: dict, root: Path | str = ".") -> float | None:
@@ -154,7 +158,7 @@ REPORTS: dict[str, Report] = {
                "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
                "reports/testbed/verdicts_621e4fa.csv",
                "reports/testbed/verdicts_ec849f6.csv", "reports/testbed/verdicts_173e730.csv",
-               "reports/testbed/verdicts_d583a80.csv", "reports/testbed/repro_stages_d583a80.csv",
+               "reports/testbed/verdicts_d583a80.csv", STAGE_RECORD.path,
                "reports/testbed/verdicts_d775366.csv", "reports/testbed/verdicts_7b57a8e.csv",
                "reports/testbed/verdicts_e51a3ce.csv",
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
