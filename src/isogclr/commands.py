@@ -216,6 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .io import read_text
     from .reports.notebook import execute_report, typed_parameters
     from .reports.notebooks import notebook_text
+    from .reports.runfiles import RunFileError, check_report
 
     notebook, source = Path(args.notebooks) / f"{args.name}.ipynb", Path(args.notebooks) / "src" / f"{args.name}.py"
     if not source.exists():
@@ -224,12 +225,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not notebook.exists() or read_text(notebook) != notebook_text(source):
         print(f"error: {notebook} is out of sync with {source}: run `python -m isogclr notebooks`", file=sys.stderr)
         return 1
+    parameters = typed_parameters(args.parameter)
+    try:  # a truncated or malformed run file is named here, not as a pandas error inside the notebook
+        check_report(args.name, parameters)
+    except RunFileError as err:
+        print(f"error: report {args.name} not run: {err}", file=sys.stderr)
+        return 1
     for folder in ("tables", "figures", "verdicts"):
         (Path(args.reports) / folder).mkdir(parents=True, exist_ok=True)
     from papermill.exceptions import PapermillExecutionError
 
     output = Path(args.reports) / f"{args.name}.ipynb"
-    parameters = typed_parameters(args.parameter)
     _restore_generated_data(parameters.get("params_path"))
     try:
         execute_report(notebook, output, parameters)
