@@ -70,8 +70,8 @@ def test_table4_verdicts_pair_the_two_budgets():
                          for e in range(1, 13)])
     rising = table4_verdicts(budgets, [("synth10", "top1")], PAPER4, logs=logs)[1]
     assert rising.status == "not testable"
-    assert rising.precondition == ("CLIP saturated by the short budget: +6.00 points of retrieval_a_ir_r1 from "
-                                   "epoch 3 to 6")
+    assert rising.precondition == ("CLIP had not saturated by the short budget: still gaining (+6.00 points of "
+                                   "retrieval_a_ir_r1 from epoch 3 to 6, needs <= 1 points)")
     assert table4_verdicts(budgets[budgets.method == "clip"], [("synth10", "top1")], PAPER4) == []
 
 
@@ -87,11 +87,18 @@ def test_side_claims_from_logs_runs_and_taus():
     assert drift.effect == pytest.approx(0.031)
     large = large_tau_verdict(runs_frame(("clip", "clip_large_tau")), tau=1.0)
     assert large.status == "supported" and "tau 1.0" in large.evidence  # 5 < half of 20
+    # the clusters' frequencies are the same in every seed: a cluster's identity is its frequency, not testable
     taus = pd.DataFrame([{"method": "isogclr_bimodal", "seed": s, "tau_image": 0.01 * f + 0.001 * (i % 3),
-                          "cluster": f, "cluster_frequency": f} for s in range(2)
+                          "cluster": f, "cluster_frequency": f} for s in range(5)
                          for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
-    freq = tau_frequency_verdict(taus)
-    assert freq.status == "supported" and freq.n_seeds == 2
+    fixed = tau_frequency_verdict(taus)
+    assert fixed.status == "not testable" and "identity and frequency are one thing" in fixed.evidence
+    # each seed draws which cluster is frequent (a rotation of the frequencies): tau follows frequency, supported
+    rotated = pd.DataFrame([{"method": "isogclr_bimodal", "seed": s, "tau_image": 0.01 * f + 0.001 * (i % 3),
+                             "cluster": (f + s) % 6, "cluster_frequency": f} for s in range(5)
+                            for i, f in enumerate([1, 2, 3, 4, 5, 6] * 5)])
+    freq = tau_frequency_verdict(rotated)
+    assert freq.status == "supported" and freq.n_seeds == 5
     assert tau_frequency_verdict(taus.assign(method="clip_individual_tau")) is None
 
 

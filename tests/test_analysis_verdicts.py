@@ -165,12 +165,17 @@ def test_report_helpers_build_verdicts_from_per_seed_tables():
     study = pd.DataFrame({"method": "m", "value": [0.1, 0.1, 0.4], "seed": [0, 1, 0], "top1": [1.0, 2.0, 3.0]})
     assert per_value(study, "m") == {0.1: {0: 1.0, 1: 2.0}, 0.4: {0: 3.0}}
     rng = np.random.default_rng(2)
-    label = rng.choice(12, 1200, p=np.arange(12, 0, -1) / 78)  # class 0 the most frequent
-    taus = pd.DataFrame({"label": np.tile(label, 2), "run": ["r0"] * 1200 + ["r1"] * 1200,
-                         "tau": np.tile(-label, 2) * 0.01 + rng.normal(0, 0.005, 2400)})
+    frames = []
+    for s in range(5):  # each seed draws which class is frequent, as the long-tailed sets' seeded class order
+        order = rng.permutation(12)
+        label = order[rng.choice(12, 1200, p=np.arange(12, 0, -1) / 78)]
+        frames.append(pd.DataFrame({"label": label, "run": f"r{s}"}))
+    taus = pd.concat(frames, ignore_index=True)
     taus["class_frequency"] = taus.groupby(["run", "label"])["label"].transform("size")
-    v = frequency_verdict(taus, "frequent -> larger tau", {0: "r0", 1: "r1"})
-    assert v.status == "supported" and v.n_seeds == 2 and "over 12 groups" in v.evidence
+    taus["tau"] = 0.01 * np.log(taus["class_frequency"]) + rng.normal(0, 0.005, len(taus))
+    v = frequency_verdict(taus, "frequent -> larger tau", {s: f"r{s}" for s in range(5)})
+    assert v.status == "supported" and v.n_seeds == 5 and "over 12 groups x 5 seeds" in v.evidence
+    assert v.effect == pytest.approx(0.01, rel=0.2)
     assert "over samples (description only, not the verdict)" in v.evidence
 
 
@@ -263,3 +268,37 @@ def test_a_verdict_table_says_settled_only_of_a_decided_verdict():
     assert back["qualifier"].iloc[1].startswith("not settled (p 0.")  # 3 seeds: never settled
     assert back["qualifier"].iloc[2].endswith("seeds would answer it at the paper's effect")
     assert np.isnan(back["p_rerun"].iloc[3]) and pd.isna(back["qualifier"].iloc[3])
+
+
+def test_each_tested_row_says_detected_excluded_or_neither():
+    from isogclr.analysis.verdicts import outcome, verdict_table
+    assert outcome("supported", 0.2, 1.0, 0.5) == "detected"
+    assert outcome("contradicted", -2.73, -0.38, 1.28) == "excluded"  # iSogCLR - SimCLR on synth10_lt
+    assert outcome("inconclusive", -2.89, 0.21, 1.28) == "excluded"  # across 0, yet below the paper's +1.28
+    assert outcome("inconclusive", -1.06, 1.49, 0.61) == "neither"  # SogCLR - SimCLR: holds 0 and +0.61
+    assert outcome("inconclusive", -1.0, 0.5, None) == "neither" and outcome("contradicted", -1.0, -0.5, None) == \
+        "excluded"  # without a paper number, "excluded" means every effect in the paper's direction
+    assert outcome("not testable", None, None, 1.0) == "" and outcome("inconclusive", float("nan"), 1.0, 1.0) == ""
+    table = verdict_table([compare("A > B", ("a", {0: 1.0, 1: 1.2, 2: 0.9}), ("b", {0: 2.0, 1: 2.1, 2: 2.0}),
+                                   paper_effect=0.5)])
+    assert table["outcome"].tolist() == ["excluded"]
+
+
+def test_the_bottom_line_gives_effects_in_words():
+    from isogclr.analysis.explain import bottom_line
+    from isogclr.analysis.verdicts import verdict_table, with_runs
+    rows = [compare("iso > sim", ("iso", {0: 30.0, 1: 31.0, 2: 30.5}), ("sim", {0: 31.5, 1: 32.6, 2: 32.3}),
+                    paper_effect=1.28),
+            compare("sog > sim", ("sog", {0: 31.0, 1: 33.0, 2: 31.9}), ("sim", {0: 31.5, 1: 32.6, 2: 32.3}),
+                    paper_effect=0.61),
+            *with_runs([compare("12 ep > 6 ep", ("12", {0: 35.0, 1: 36.0, 2: 35.5}), ("6", {0: 30.0, 1: 31.5,
+                                                                                          2: 30.2}))],
+                       "studies/ladder: 6 epochs")]
+    table = verdict_table(rows).astype(object).fillna("")
+    line = bottom_line(table)
+    assert line.startswith("Bottom line: Against the paper, 1 row (each interval below 0 and below the paper's effect")
+    assert "iso > sim -1.63 [" in line and "For the paper, 1 row" in line
+    assert "12 ep > 6 ep (studies/ladder: 6 epochs) +4.93 [" in line  # what the supported row means, and its runs
+    assert "Open, 1 inconclusive: none excludes the paper's effect; 1 hold both 0 and the paper's effect, e.g. " \
+           "sog > sim" in line and "(paper +0.610)" in line
+    assert table["runs"].tolist() == ["", "", "studies/ladder: 6 epochs"]

@@ -27,15 +27,21 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     assert readme.index("First report") < readme.index("Second report")
     assert "1 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme and "claim C" in readme
     # the effect, its interval, the paper's effect, the minimum detectable effect, the seeds the paper's would need
-    assert "supported, not settled (p 0.53)" in readme  # 3 seeds are never settled (tests/test_analysis_rerun.py)
+    # 3 seeds are never settled (tests/test_analysis_rerun.py); beside the status, what a reader can act on
+    assert "supported; the paper's direction detected; not settled (p 0.53)" in readme
     assert "| +2.00 [+1.75, +2.25] (3 seeds; paper +0.5; MDE 0.33; paper's size needs 3 seeds) |" in readme
     assert "1 supported, 0 contradicted, 0 inconclusive, 0 not testable; 0 of 1 supported or contradicted settled " \
            "across machines; median minimum detectable effect 0.33 over 1 paired comparisons" in readme
-    assert "inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive | +0.50 [-18.56, +19.56]" \
+    assert "inconclusive; neither detected nor excluded (more than 100 seeds at the observed effect); Holm: " \
+           "inconclusive | +0.50 [-18.56, +19.56]" \
         in readme  # claim B
-    assert "supported, not settled (p 0.53); Holm: supported |" in readme  # 2 claims tested: claim A survives
+    assert "not settled (p 0.53); Holm: supported |" in readme  # 2 claims tested: claim A survives
     assert "4 claims, each counted once; 2 tested: 1 supported, 0 contradicted, 1 inconclusive, 2 not testable" \
-        in readme and "Bottom line: supported, not settled (p 0.53): claim A" in readme
+        in readme and "Bottom line: For the paper, 1 row (each interval above 0; 0 settled): claim A +2.00 " \
+        "[+1.75, +2.25]." in readme
+    assert "the paper's direction detected in 1, its effect excluded in 0, neither in 1" in readme  # the totals
+    assert readme.index("What the replication found") < readme.index("How to read a verdict") < \
+        readme.index("## [First report]")  # the findings first, the method folded below them
     assert "0 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme  # per report
     assert "(1 seed)" in readme or "(1 seed;" in readme  # one seed, singular
     page = (tmp_path / "index.html").read_text()
@@ -43,7 +49,8 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     statuses = pd.read_csv(tmp_path / "verdicts" / "two.csv")["status"].tolist()
     assert statuses == ["inconclusive", "not testable", "not testable"]
     assert "effect [95% CI]" in page
-    assert " inconclusive (more than 100 seeds at the observed effect); Holm: inconclusive</td>" in page
+    assert " inconclusive; neither detected nor excluded (more than 100 seeds at the observed effect); Holm: " \
+           "inconclusive</td>" in page
     # a project term is explained on the page that uses it, and only there
     two, one = (tmp_path / "html" / "two.html").read_text(), (tmp_path / "html" / "one.html").read_text()
     assert "paired by seed: two methods run with the same seed share the initial weights" in two

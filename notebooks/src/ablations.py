@@ -1,5 +1,8 @@
 # %% [markdown]
 # # Ablations: rho (iSogCLR Table 9), tau vs tau_init (Table 8, Figure 7), learned-tau distributions (Figures 8/9), gamma (SogCLR Table 8)
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # Each study changes one knob of one method and keeps everything else at the profile's values
 # (`studies` in `params.yaml`): one dataset, a shorter schedule than Table 1 (see the captions), and
@@ -22,6 +25,8 @@
 # them at the papers' scale. Two epochs is the least: rho and gamma act only through the per-sample state, from a
 # sample's second visit on (a first visit computes the same gradient at every value; at one epoch these studies
 # gave 17.73 at every rho and 15.99 at every gamma, and validation now refuses such a study).
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -43,7 +48,7 @@ from isogclr.analysis.ablations import gamma_verdict, rho_verdict, tau_distribut
 from isogclr.analysis.explain import scale_sentence
 from isogclr.analysis.studies import collect_study, same_settings, study_temperatures
 from isogclr.analysis.tables import PAPER_COUNTERPART, paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import Verdict, write_verdicts
+from isogclr.analysis.verdicts import Verdict, with_runs, write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import method_settings, profile_name
 from isogclr.config.studies import pretraining_epochs, study_spec
@@ -109,7 +114,8 @@ print(caption9)
 table9.round(2)
 
 # %%
-verdicts.append(rho_verdict(rho, paper9, temps=study_temperatures(params, "rho", studies_dir)))
+verdicts += with_runs([rho_verdict(rho, paper9, temps=study_temperatures(params, "rho", studies_dir))],
+                      f"{studies_dir}/rho: {epochs_of('rho')} epochs")
 
 # %% [markdown]
 # ## Table 8 and Figure 7 (left): tau for SimCLR / SogCLR against tau_init for iSogCLR
@@ -134,7 +140,8 @@ print(caption8)
 table8_full.round(2)
 
 # %%
-verdicts += tau_verdicts(curves, paper8)
+verdicts += with_runs(tau_verdicts(curves, paper8), f"{studies_dir}/tau and tau_init: {epochs_of('tau')} and "
+                                                        f"{epochs_of('tau_init')} epochs")
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
@@ -173,7 +180,8 @@ ax.set_ylabel("samples")
 ax.set_title(f"Figures 8/9: final tau, iSogCLR on {dataset}")
 ax.legend()
 save_figure(fig, reports_dir, "ablation_tau_distributions")
-verdicts.append(tau_distribution_verdict(temps, epochs_of("tau_init")))
+verdicts += with_runs([tau_distribution_verdict(temps, epochs_of("tau_init"))],
+                      f"{studies_dir}/tau_init: {epochs_of('tau_init')} epochs")
 summary.round(4)
 
 # %% [markdown]
@@ -191,7 +199,7 @@ table_gamma["paper ImageNet-1K, 100 epochs"] = [paper_g.get(v, float("nan")) for
 write_table(table_gamma.round(2), Path(reports_dir) / "tables" / "ablation_gamma",
             f"SogCLR Table 8, profile `{profile}`: SogCLR top-1 (%) against gamma on {dataset}, "
             f"{epochs_of('gamma')} epochs; paper: ImageNet-1K, batch 256.")
-verdicts.append(gamma_verdict(gamma, paper_g))
+verdicts += with_runs([gamma_verdict(gamma, paper_g)], f"{studies_dir}/gamma: {epochs_of('gamma')} epochs")
 table_gamma.round(2)
 
 # %% [markdown]

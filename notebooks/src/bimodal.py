@@ -17,6 +17,9 @@
 # 6. per-pair temperatures learned by plain autograd (CLIP with individual temperatures) drift upward
 #    and training fails (appendix C.3);
 # 7. pairs with frequent semantics learn large temperatures, rare ones small (Figures 6, 10, 11).
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our setting** (the profile in `params.yaml`, section `bimodal`): the central comparison (CLIP, SogCLR,
 # iSogCLR) at 3 seeds, paired by seed, each at the knobs selected with the same budget on held-out training
@@ -30,6 +33,8 @@
 # ~ CIFAR100; ImageNet1K has no counterpart. Absolute numbers are not comparable with the paper's;
 # only orderings and trends are. Every number below is read from a run's `metrics.json`,
 # `train_log.csv` or `artifacts/tau.csv`.
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -62,7 +67,7 @@ from isogclr.analysis.head_clusters import cluster_means, load_study_taus, slack
 from isogclr.analysis.stats import at_bound
 from isogclr.analysis.studies import check_differs_only, studies_read_by, study_run_path
 from isogclr.analysis.tables import paper_numbers, save_figure, write_table
-from isogclr.analysis.verdicts import not_testable, write_verdicts
+from isogclr.analysis.verdicts import not_testable, with_runs, write_verdicts
 from isogclr.analysis.tuning import candidates_table, selection_settings, selection_table
 from isogclr.config.bimodal import (
     bimodal_paper_rows,
@@ -376,20 +381,24 @@ save_figure(fig, reports_dir, "bimodal_rho_sweep")
 settings = {m: method_settings(params, m) for m in methods}  # the side methods' knobs, named in the evidence
 claims = bimodal_verdicts(runs, methods, paper, paper_rows, budgets, cells, paper_numbers("sogclr_table4"), logs, taus,
                           large_tau=settings.get("clip_large_tau", {}).get("tau"),
-                          tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01), floors=floors)
+                          tau_init=settings.get("clip_individual_tau", {}).get("tau_init", 0.01), floors=floors,
+                          sources={spec.epochs: f"the bimodal runs ({runs_dir})",
+                                   **{int(v): f"{studies_dir}/bimodal_epochs" for v in budget.values}})
 selected_rho = iso_knobs["rho"]
 objects_claim = f"{TAU_FREQUENCY_CLAIM} (object clusters: semantic neighbours)"
 if "objects" in sweep_taus:
     objects = sweep_taus["objects"]
     nearest = min(objects["value"].unique(), key=lambda v: abs(v - selected_rho))  # the sweep's rho nearest the selection
-    claims.append(tau_frequency_verdict(objects[objects.value == nearest].assign(method="isogclr_bimodal"),
-                                        claim=f"{objects_claim[:-1]}; rho {nearest:g})"))
+    claims += with_runs([tau_frequency_verdict(objects[objects.value == nearest].assign(method="isogclr_bimodal"),
+                                               claim=f"{objects_claim[:-1]}; rho {nearest:g})")],
+                        f"{studies_dir}/{SWEEPS['objects']}: rho {nearest:g}")
 else:
     claims.append(not_testable(objects_claim, f"not run in profile {profile}: bimodal_studies.{SWEEPS['objects']}"))
 for clusters, study in SWEEPS.items():
     claim = (f"RGCL (Sec. 4), {clusters} as clusters: a cluster whose share of the pairs exceeds e^-rho learns a "
              "smaller tau (towards tau_min) than the others")
-    claims.append(slack_verdict(sweep_taus[clusters], claim) if clusters in sweep_taus
-                  else not_testable(claim, f"not run in profile {profile}: bimodal_studies.{study}"))
+    claims += (with_runs([slack_verdict(sweep_taus[clusters], claim)], f"{studies_dir}/{study}: rho "
+                         + ", ".join(f"{v:g}" for v in sorted(sweep_taus[clusters]["value"].unique())))
+               if clusters in sweep_taus else [not_testable(claim, f"not run in profile {profile}: bimodal_studies.{study}")])
 verdicts = write_verdicts(claims, reports_dir, "bimodal")
 verdicts

@@ -4,6 +4,9 @@
 # **The paper's claims** (Qiu et al., ICML 2023, Table 1 and Sec. 6.3; 400 epochs, ResNet-18): on long-tailed
 # data iSogCLR beats SimCLR and SogCLR (CIFAR10-LT: +1.28 and +0.67 points; CIFAR100-LT: +3.73 and +0.71),
 # and its learned per-sample temperatures are larger for samples of frequent semantics than for rare ones.
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Why a ladder**: our Table 1 trains a few tens of epochs at most, and each per-sample temperature of iSogCLR
 # moves once per epoch (when its sample is drawn), so it has moved only as many times. A budget ladder
@@ -15,6 +18,8 @@
 # **Tuning**: every method's knobs were selected with the same budget of candidates on a validation split
 # carved from the training set (`tuning` in params.yaml; the selection is at the end of this report); the
 # candidates never see the test split, which is read once, by the tuned runs below.
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

@@ -11,6 +11,9 @@
 # 2. (Sec. 4.3, Figure 3; STL-10, ResNet-18, b = 256) "as the number of pre-computed augmentations increases,
 #    the performance approaches to that of the infinite augmentation algorithm" (linear-probe and 1-NN
 #    accuracy against the number of samples accessed).
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our setting** (`isogclr.train.convergence`, where the conventions are documented): the first
 # `num_images` images of synth10's training split, `num_augmentations` SimCLR views of each computed once
@@ -36,6 +39,8 @@
 # every step, one chain per image; `emc2_convergence.infinite_augmentation`) is the reference A should approach.
 # The whole study runs once per seed of `emc2_convergence.seeds`: a seed fixes the initial weights, the views and
 # the batches, shared by the methods of that seed, so each effect is a paired difference per seed.
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

@@ -7,6 +7,9 @@
 # 2. (Figure 5, right, CIFAR100-LT) "most of samples with large tau values are in the centers of clusters,
 #    while most of samples with small tau values are separated from clusters"; the small-tau samples come
 #    more often from tail classes (Figure 5, left; tested as a number in `temperature_vs_frequency`).
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our test**: the same pictures for our runs (`dataset` stands in for CIFAR10, `lt_dataset` for the
 # long-tailed set), and numbers that make "better separated" checkable: per panel, the silhouette score of
@@ -19,6 +22,8 @@
 # `random_state`) runs on at most `max_points` points per panel. Every number is computed for each of those
 # seeds and the claims are tested over them, paired by seed (the methods of a seed share its initial weights,
 # data order and augmentation draws); the pictures show the first seed.
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

@@ -18,6 +18,9 @@
 #    flatter than under a global temperature (CLIP's); an anchor with *rare* semantics gets a *small* tau.
 #    The paper shows this with CC3M features of a cat and a bridge image (1000 random negatives; CLIP's global
 #    tau 0.01, the bridge's learned tau 0.006).
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our Figure 3 construction**: we do not have CC3M features, so the anchors come from a population with
 # known semantics: unit features around 10 random class centres with long-tailed class frequencies
@@ -25,6 +28,8 @@
 # (~40% of the negatives share its class), the rare anchor from the tail class (almost none do).
 # `rho_semantics` and `global_tau` are our training's iSogCLR rho and SimCLR/SogCLR tau, as the runs that are not
 # tuned get them from `params_path` (`methods.isogclr`, `methods.simclr`); without it, the values below.
+#
+# </details>
 
 # %% tags=["parameters"]
 reports_dir = "reports"

@@ -10,6 +10,9 @@
 # of samples seen and the same wall-clock time; its accuracy improves with the burn-in P up to about P = b
 # (Figure 4).
 # The EMC2 paper reports these as curves, not tables, so no paper numbers are transcribed for them.
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our setting**: the studies `batch_size`, `small_batch`, `standard_batch` and `burn_in` of `params.yaml` (one dataset,
 # a short schedule, the same learning rate at every batch size: LARS adapts the step per layer). The
@@ -18,6 +21,8 @@
 # reproduces, the samples seen (each one two views through the same encoder, whatever the method) and the
 # optimizer steps (a smaller batch takes more of them for the same samples). The wall times of every run are in the
 # timing record `timing.csv` and, stage by stage, in `reports/timing.md`.
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -42,7 +47,7 @@ from isogclr.analysis.small_batch import (batch_verdicts, burn_in_verdict, curve
                                           table6_verdict)
 from isogclr.analysis.table1 import no_learning_floors
 from isogclr.analysis.testbed import reference_runs
-from isogclr.analysis.verdicts import Verdict, write_verdicts
+from isogclr.analysis.verdicts import Verdict, with_runs, write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
 from isogclr.config.studies import pretraining_epochs, study_spec
@@ -115,7 +120,10 @@ print(caption_h)
 if not headline_table.empty:
     display(headline_table.round(2))
 verdicts += batch_verdicts(by_batch, batch.values, paper, floor=floors.get(batch.dataset), headline=headline,
-                           equal_steps=equal_steps, steps_budget=steps_budget or "")
+                           equal_steps=equal_steps, steps_budget=steps_budget or "",
+                           runs=(f"{studies_dir}/batch_size: b={list(batch.values)}, {epochs} epochs",
+                                 f"{studies_dir}/batch_headline: {epochs_h['batch_headline']} epochs" if own_budget else "",
+                                 f"{studies_dir}/batch_headline_steps: {steps_budget}" if own_budget else ""))
 
 # %% [markdown]
 # ## SogCLR Table 6: small-batch methods at b = 32 (and EMC2's baselines)
@@ -131,8 +139,8 @@ caption6 = (f"SogCLR Table 6 and EMC2 at b = {small_b}, profile `{profile}`: lin
 write_table(at_small.round(2), Path(reports_dir) / "tables" / "small_batch", caption6)
 print(caption6)
 small_all = pd.concat([same_batch, small_runs])
-verdicts.append(table6_verdict(small_all, small_b, paper))
-verdicts += emc2_verdicts(small_all, small_b)
+verdicts += with_runs([table6_verdict(small_all, small_b, paper)] + emc2_verdicts(small_all, small_b),
+                      f"{studies_dir}/batch_size and small_batch: b={small_b}, {epochs} epochs")
 at_small.round(2)
 
 # %% [markdown]
@@ -150,7 +158,8 @@ caption_std = (f"EMC2 at b = {standard_b}, profile `{profile}`: linear-probe top
                "not numbers.")
 write_table(at_standard.round(2), Path(reports_dir) / "tables" / "standard_batch", caption_std)
 print(caption_std)
-verdicts += emc2_verdicts(standard_all, standard_b, require_all=True)
+verdicts += with_runs(emc2_verdicts(standard_all, standard_b, require_all=True),
+                      f"{studies_dir}/batch_size and standard_batch: b={standard_b}, {epochs} epochs")
 at_standard.round(2)
 
 # %% [markdown]
@@ -197,7 +206,8 @@ burn_table = pd.concat([burn, default_p]).groupby("value")[["top1", "knn1_top1"]
 write_table(burn_table.round(2), Path(reports_dir) / "tables" / "emc2_burn_in",
             f"EMC2 burn-in P at b = {small_b}, profile `{profile}`: top-1 and 1-NN (%) on "
             f"{small.dataset}, {epochs} epochs.")
-verdicts.append(burn_in_verdict(pd.concat([burn, default_p]), small_b))
+verdicts += with_runs([burn_in_verdict(pd.concat([burn, default_p]), small_b)],
+                      f"{studies_dir}/burn_in and small_batch: b={small_b}, {epochs} epochs")
 burn_table.round(2)
 
 # %% [markdown]

@@ -4,6 +4,9 @@
 # **The paper's claim** (Qiu et al., ICML 2023, Table 1, 400 epochs, ResNet-18 on CIFAR):
 # (i) SogCLR is generally better than SimCLR, (ii) iSogCLR outperforms SogCLR in all cases,
 # and (iii) the gains of iSogCLR are larger on long-tailed data.
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our setting** (the profile in `params.yaml`): the datasets stand in for the paper's by role
 # (`synth10` for CIFAR10, `synth10_lt` for CIFAR10-LT, ...; a claim names our dataset, then in parentheses the
@@ -30,6 +33,8 @@
 # the hour too.
 # Table 1's SimCLR, SogCLR and iSogCLR settings are the ones selected on a validation split carved from the
 # training set, the same budget of candidates for every method (see the `budget_ladder` report's selection table).
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"
@@ -53,7 +58,7 @@ from isogclr.analysis.table1 import (PAPER_EPOCHS_TABLE, all_methods_verdicts, b
                                      table1_verdicts)
 from isogclr.analysis.tables import PAPER_COUNTERPART, collect_runs, mean_std, paper_numbers, save_figure, write_table
 from isogclr.analysis.testbed import reference_runs
-from isogclr.analysis.verdicts import write_verdicts
+from isogclr.analysis.verdicts import with_runs, write_verdicts
 from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
@@ -129,7 +134,8 @@ if real:
                     f"mean ± std over seeds {list(real.seeds)}; pre-training epochs {real_epochs}"
                     + (f"; subset {subset}" if subset else "") + "; paper: CIFAR, 400 epochs, 3 seeds.")
     write_table(table_real, Path(reports_dir) / "tables" / "table1_real", caption_real)
-    claims += table1_verdicts(real_runs, real, floors=floors)
+    claims += with_runs(table1_verdicts(real_runs, real, floors=floors),
+                        f"table1_real: {real_epochs} epochs, seeds {list(real.seeds)}")
     print(caption_real)
     display(table_real)  # noqa: F821 (IPython)
 
@@ -160,7 +166,9 @@ print(caption_all)
 table_all
 
 # %%
-claims += all_methods_verdicts(every, all_methods, extra.datasets, spec, floors=floors, ceiling=ceilings(references))
+claims += with_runs(all_methods_verdicts(every, all_methods, extra.datasets, spec, floors=floors,
+                                         ceiling=ceilings(references)),
+                    f"table3: {extra.datasets}, seeds {list(extra.seeds)}")
 
 
 # %% [markdown]
@@ -215,5 +223,7 @@ ax.legend()
 save_figure(fig, reports_dir, "table34_epochs")
 
 # %%
-claims += epochs_verdicts(budgets, budget.methods, budget.dataset, paper34, budget.values)
+claims += with_runs(epochs_verdicts(budgets, budget.methods, budget.dataset, paper34, budget.values),
+                    f"{studies_dir}/{budget_name}: {', '.join(str(v) for v in budget.values)} epochs, seeds "
+                    f"{list(budget.seeds)}; Table 1's runs: {epochs[budget.dataset]} epochs")
 write_verdicts(claims, reports_dir, "table1_unimodal")

@@ -5,10 +5,15 @@
 # keep semantic structures, and makes samples with rare semantics have small tau values to be more
 # discriminative"; on CIFAR100-LT the 600 smallest-tau samples come more often from tail classes
 # (Figure 5, left).
+
+# %% [markdown]
+# <details><summary>Our setting: how this page's runs stand in for the paper's</summary>
 #
 # **Our test**: on the generated long-tailed data every sample's semantic frequency is known (the
 # number of training images of its class), so the claim becomes a number: the Spearman correlation
 # between a sample's learned temperature and its class frequency, per run (positive = claim holds).
+#
+# </details>
 
 # %% tags=["parameters"]
 params_path = "params.yaml"

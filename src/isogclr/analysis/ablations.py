@@ -70,7 +70,7 @@ def tau_distribution_verdict(temps: pd.DataFrame, epochs: int) -> Verdict:
     means = temps.groupby("value")["tau"].mean()
     init_spread = max(means.index) - min(means.index)
     final_means = temps.groupby(["seed", "value"])["tau"].mean()
-    left = moved("temperatures left tau_init", {v: float(v) for v in means.index}, means.to_dict())
+    left = moved("the temperatures", "tau_init", {v: float(v) for v in means.index}, means.to_dict())
     return require(effect(
         "Figures 8/9: the learned tau distributions are similar regardless of tau_init",
         {s: 0.5 * init_spread - (m.max() - m.min()) for s, m in final_means.groupby(level="seed")},

@@ -29,7 +29,7 @@ from scipy.stats import spearmanr
 from ..config.bimodal import bimodal_run_id, bimodal_study_spec
 from ..dataset_specs import GENERATED
 from .correlations import at_bound_reason
-from .groups import group_correlation, group_table
+from .groups import frequency_verdict_over_groups, group_table
 from .preconditions import Check, require, saturated
 from .studies import study_run_path
 from .tables import cell, mean_std
@@ -271,18 +271,21 @@ def clip_saturated(logs: pd.DataFrame, epochs: int, max_gain: float = 1.0,
     training logs (mean over seeds) gained at most ``max_gain`` points over the second half of the short budget."""
     curve = logs[logs.method == "clip"].groupby("epoch")[metric].mean()
     gain = float(curve.get(epochs, curve.iloc[-1]) - curve.get(max(1, epochs // 2), curve.iloc[0]))
-    return saturated("CLIP saturated by the short budget", gain, max_gain,
+    return saturated("CLIP", "the short budget", gain, max_gain,
                      f"of {metric} from epoch {max(1, epochs // 2)} to {epochs}")
 
 
 def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], paper4: pd.DataFrame,
-                    floors: Floors | None = None, logs: pd.DataFrame | None = None) -> list[Verdict]:
+                    floors: Floors | None = None, logs: pd.DataFrame | None = None,
+                    sources: Mapping[int, str] | None = None) -> list[Verdict]:
     """SogCLR Table 4 on each (dataset, metric) of ``cells`` (``budgets``: the long table with ``epochs``; both
     ``sogclr_bimodal`` and ``clip`` needed, else no verdict): two-way SogCLR > CLIP at the shortest budget, and
     "CLIP loses accuracy from the short to the long budget, SogCLR does not" (both parts paired by seed,
     :func:`~isogclr.analysis.verdicts.combine`). ``paper4``: the transcribed table (method, batch_size, epochs,
     top1); its batch-128 rows at 30 and 60 epochs are the paper's effects. ``logs`` (the central runs' training
-    logs): the second claim requires :func:`clip_saturated` at the short budget."""
+    logs): the second claim requires :func:`clip_saturated` at the short budget. ``sources`` (epochs -> the runs of
+    that budget, e.g. {8: "studies/bimodal_epochs", 16: "runs_bimodal"}): each row names the budgets it reads
+    (``Verdict.runs``), since one of them is not the page's main runs."""
     if not {"sogclr_bimodal", "clip"} <= set(budgets.method):
         return []
     floors = floors or {}
@@ -293,9 +296,12 @@ def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], pap
         def at(method: str, epochs: int = short, dataset: str = dataset, metric: str = metric) -> dict[int, float]:
             return per_seed(budgets, "value", method=method, dataset=dataset, metric=metric, epochs=epochs)
 
-        out.append(compare(f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch [{dataset} {metric}]",
-                           ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
-                           paper_effect=paper["sogclr", 30] - paper["clip", 30], floor=floors.get((dataset, metric))))
+        named = {e: f"{e} epochs: {sources[e]}" if sources and e in sources else f"{e} epochs" for e in (short, long)}
+        out.append(replace(compare(
+            f"SogCLR Table 4: two-way SogCLR > CLIP (InfoNCE) at a small batch [{dataset} {metric}]",
+            ("sogclr_bimodal", at("sogclr_bimodal")), ("clip", at("clip")),
+            paper_effect=paper["sogclr", 30] - paper["clip", 30], floor=floors.get((dataset, metric))),
+            runs=named[short]))
         loses = combine(
             f"SogCLR Table 4: InfoNCE (CLIP) loses accuracy from {short} to {long} epochs, SogCLR does not "
             f"[{dataset} {metric}]",
@@ -304,6 +310,7 @@ def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], pap
              compare(f"SogCLR {long} ep >= {short} ep", (f"sogclr {long} ep", at("sogclr_bimodal", long)),
                      (f"sogclr {short} ep", at("sogclr_bimodal")),
                      paper_effect=paper["sogclr", 60] - paper["sogclr", 30])])
+        loses = replace(loses, runs=f"{named[short]}; {named[long]}")
         out.append(require(loses, clip_saturated(logs, short)) if logs is not None else loses)
     batches = sorted(int(b) for b in paper4.batch_size.unique())
     out.append(not_testable(f"SogCLR Table 4: two-way SogCLR's advantage over CLIP holds at batch {batches}",
@@ -350,18 +357,19 @@ TAU_FREQUENCY_CLAIM = "Section 6.3 / Figures 6, 10, 11: pairs with frequent sema
 
 def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal", claim: str = TAU_FREQUENCY_CLAIM
                           ) -> Verdict | None:
-    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau", judged over clusters (a
-    cluster has one frequency: :func:`.groups.group_correlation`): per seed of ``method``, Spearman(mean tau_image
-    per cluster, cluster frequency), the mean over seeds with a cluster bootstrap; the pair-level Spearman is in
-    the evidence as description. None when ``taus`` has no run of ``method``. Image temperatures mostly at one of
+    """Section 6.3 / Figures 6, 10, 11, "pairs with frequent semantics learn larger tau", judged over cluster x seed
+    cells with the cluster's identity held fixed (:func:`.groups.frequency_verdict_over_groups`): where every seed
+    gives a cluster the same frequency, identity and frequency are one thing and it is not testable; each seed's
+    Spearman over clusters and the pair-level Spearman are in the evidence as description. None when ``taus``
+    has no run of ``method``. Image temperatures mostly at one of
     the runs' bounds (:func:`.temperatures.frame_bounds`): not testable (at its bound), with the fraction."""
     mine = taus[taus.method == method]
     if not len(mine):
         return None
     pairs = {s: _spearman(g.tau_image, g.cluster_frequency) for s, g in mine.groupby("seed")}
-    verdict = group_correlation(
+    verdict = frequency_verdict_over_groups(
         claim, {s: group_table(g, "cluster", "cluster_frequency", "tau_image") for s, g in mine.groupby("seed")},
-        what="Spearman(mean tau_image per cluster, cluster frequency)",
+        value="tau_image", group="cluster", unit="tau",
         description="over pairs (description only, not the verdict): " + ", ".join(
             f"seed {s} {r:+.3f}" for s, r in pairs.items()))
     bounds = frame_bounds(mine)
@@ -374,14 +382,15 @@ def tau_frequency_verdict(taus: pd.DataFrame, method: str = "isogclr_bimodal", c
 def bimodal_verdicts(runs: pd.DataFrame, methods: Sequence[str], paper: pd.DataFrame, paper_rows: dict[str, str],
                      budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], paper4: pd.DataFrame,
                      logs: pd.DataFrame, taus: pd.DataFrame, large_tau: float | None = None,
-                     tau_init: float = 0.01, floors: Floors | None = None) -> list[Verdict]:
+                     tau_init: float = 0.01, floors: Floors | None = None,
+                     sources: Mapping[int, str] | None = None) -> list[Verdict]:
     """Every claim of the bimodal report that the ``methods`` run allow, in the report's order:
     :func:`ordering_verdicts`, :func:`table4_verdicts`, :func:`convergence_verdict` (iSogCLR and CLIP),
     :func:`large_tau_verdict` (``clip_large_tau`` and CLIP), :func:`autograd_tau_verdict` (``clip_individual_tau``)
     and :func:`tau_frequency_verdict`."""
     has = set(methods).issuperset
     out = ordering_verdicts(runs, methods, paper, paper_rows, floors)
-    out += table4_verdicts(budgets, cells, paper4, floors, logs) if has({"sogclr_bimodal", "clip"}) else []
+    out += table4_verdicts(budgets, cells, paper4, floors, logs, sources) if has({"sogclr_bimodal", "clip"}) else []
     if has({"isogclr_bimodal", "clip"}):
         out.append(convergence_verdict(logs))
     if has({"clip_large_tau", "clip"}):

@@ -55,7 +55,7 @@ def toward_stationarity(curve: pd.DataFrame) -> Check:
     first evaluation (:func:`~isogclr.analysis.preconditions.fell`). EMC2's two orders of magnitude are read at the
     end of a long run that has settled; a norm still rising from its initial value is far from that regime."""
     runs = curve.sort_values("epoch").groupby(["method", "seed"])["grad_norm_sq"]
-    return fell("the squared gradient norm falls towards stationarity", float(runs.first().median()),
+    return fell("the squared gradient norm", "stationarity", float(runs.first().median()),
                 float(runs.last().median()))
 
 

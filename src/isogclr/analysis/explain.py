@@ -15,7 +15,8 @@ SETTLED_NOTE = (
     "no verdict resting on 3 seeds can be settled. An inconclusive verdict says instead how many seeds would "
     "answer it (at the paper's effect, else at the one observed).")
 PRECONDITION_NOTE = (
-    "Not testable (precondition: measured value): the runs are outside the regime the claim speaks of, as "
+    "Not testable (what happened (measured value, needs the amount)): the runs are outside the regime the claim "
+    "speaks of, as "
     "measured on them (isogclr.analysis.preconditions): the knob did not move the state it drives, the runs did "
     "not reach the end state the claim is about, the paper's premise does not hold, or the runs did not learn "
     "(at the no-learning floor) or leave no room for the paper's effect (at the ceiling).")
@@ -49,25 +50,69 @@ def glossary(text: str) -> str:
     return "Terms. " + "; ".join(used) + "." if used else ""
 
 
-def bottom_line(claims: list[str], statuses: list[str], qualifiers: list[str], holm: list[str] | None = None,
-                most: int = 3) -> str:
-    """The bottom line of a report, generated from its verdicts: which claims are supported or contradicted (settled
-    or not, and whether they survive Holm's adjustment across all claims), and how many are open or not testable.
-    E.g. "Bottom line: contradicted, settled: A. Not resolved at this scale: 7 inconclusive, 2 not testable."."""
-    holm = holm or [""] * len(claims)
-    decided = [(c, s, q, h) for c, s, q, h in zip(claims, statuses, qualifiers, holm, strict=True) if s in _DECIDED]
-    parts = []
-    for c, s, q, h in decided[:most]:
-        after = f" (Holm: {h})" if h and h != s else ""
-        parts.append(f"{s}{', ' + q if q else ''}{after}: {c}")
-    if len(decided) > most:
-        parts.append(f"and {len(decided) - most} more supported or contradicted")
-    open_ = sum(s == "inconclusive" for s in statuses)
-    untestable = sum(s == "not testable" for s in statuses)
-    rest = ", ".join(x for x in (f"{open_} inconclusive" if open_ else "",
-                                 f"{untestable} not testable" if untestable else "") if x)
-    head = "; ".join(parts) + "." if parts else "no claim is supported or contradicted."
-    return f"Bottom line: {head}" + (f" Not resolved at this scale: {rest}." if rest else "")
+def number(x: float, digits: int | None = None) -> str:
+    """A signed effect or bound: 2 decimals when some number of its row is >= 1 in size (points), else 3."""
+    return f"{x:+.{digits if digits is not None else (2 if abs(x) >= 1 else 3)}f}"
+
+
+def effect_text(effect: float, low: object = "", high: object = "") -> str:
+    """"-1.69 [-3.17, -0.20]": an effect with its interval, the bounds in the effect's format ("" = no bound)."""
+    numbers = [x for x in (effect, low, high) if x != "" and x is not None]
+    digits = 2 if max(abs(float(x)) for x in numbers) >= 1 else 3
+    text = number(float(effect), digits)
+    return text + (f" [{number(float(low), digits)}, {number(float(high), digits)}]" if low != "" and high != ""
+                   and low is not None and high is not None else "")
+
+
+def _listed(rows: list, most: int, paper: bool = False) -> str:
+    """"claim +1.10 [+0.20, +2.00]; ..." for up to ``most`` rows (the paper's effect after each when ``paper``),
+    then "and N more"."""
+    def one(r) -> str:  # noqa: ANN001
+        runs = f" ({r.runs})" if getattr(r, "runs", "") else ""
+        said = f"{r.claim}{runs} {effect_text(r.effect, r.ci_low, r.ci_high)}"
+        return said + (f" (paper {number(float(r.paper_effect))})" if paper and r.paper_effect != "" else "")
+    shown = "; ".join(one(r) for r in rows[:most])
+    return shown + (f"; and {len(rows) - most} more" if len(rows) > most else "")
+
+
+def bottom_line(verdicts, most: int = 3) -> str:  # noqa: ANN001 (a verdict table, "" where a row has no number)
+    """The bottom line of a report in words, from its verdict table (the CSV's columns; ``holm`` when the index
+    has adjusted them): what points against the paper and what for it, each with its effect and 95% interval;
+    whether the open rows exclude the paper's effect (:func:`~isogclr.analysis.verdicts.outcome`) or could not tell
+    it from 0; and why the rest is not testable. E.g. "Against the paper, 4 rows (each interval below 0 and below
+    the paper's effect; 0 settled): A -1.69 [-3.17, -0.20]; ... For the paper, 3 rows: ... Open, 5 inconclusive: 0
+    exclude the paper's effect; 5 hold both 0 and it, e.g. B -0.30 [-1.92, +1.31] (paper +0.19). Not testable, 5:
+    3 no learning, 2 the runs did not learn."."""
+    rows = list(verdicts.itertuples())
+    said = []
+    holm = [r for r in rows if getattr(r, "holm", "") and r.holm != r.status and r.status in _DECIDED]
+    for status, head in (("contradicted", "Against the paper"), ("supported", "For the paper")):
+        mine = [r for r in rows if r.status == status]
+        if not mine:
+            continue
+        settled = sum(r.qualifier == "settled" for r in mine)
+        why = ("each interval below 0" + (" and below the paper's effect" if all(r.outcome == "excluded" for r in mine)
+                                          else "") if status == "contradicted" else "each interval above 0")
+        lost = sum(r in holm for r in mine)
+        said.append(f"{head}, {len(mine)} row{'s' * (len(mine) != 1)} ({why}; {settled} settled"
+                    + (f"; {lost} not under Holm's adjustment" if lost else "") + f"): {_listed(mine, most)}.")
+    open_ = [r for r in rows if r.status == "inconclusive"]
+    if open_:
+        excluded = [r for r in open_ if r.outcome == "excluded"]
+        neither = [r for r in open_ if r.outcome != "excluded"]
+        parts = ([f"{len(excluded)} exclude the paper's effect ({_listed(excluded, 2, paper=True)})"] if excluded
+                 else ["none excludes the paper's effect"])
+        if neither:
+            parts.append(f"{len(neither)} hold both 0 and the paper's effect, e.g. {_listed(neither, 2, paper=True)}")
+        said.append(f"Open, {len(open_)} inconclusive: " + "; ".join(parts) + ".")
+    untestable = [r for r in rows if r.status == "not testable"]
+    if untestable:
+        reasons: dict[str, int] = {}
+        for r in untestable:
+            reason = (r.qualifier or "see its evidence").split(" (")[0]
+            reasons[reason] = reasons.get(reason, 0) + 1
+        said.append(f"Not testable, {len(untestable)}: " + ", ".join(f"{n} {why}" for why, n in reasons.items()) + ".")
+    return "Bottom line: " + (" ".join(said) if said else "no claim.")
 
 
 def train_images(params: dict, dataset: str) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ where its tables have one (``paper``: the transcribed ``sogclr_batch`` table: ta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pandas as pd
 
@@ -22,7 +23,8 @@ EMC2_METRICS = (("top1", "linear probe"), ("knn1_top1", "1-NN"))
 
 def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.DataFrame,
                    floor: float | None = None, headline: pd.DataFrame | None = None,
-                   equal_steps: pd.DataFrame | None = None, steps_budget: str = "") -> list[Verdict]:
+                   equal_steps: pd.DataFrame | None = None, steps_budget: str = "",
+                   runs: Sequence[str] = ("", "", "")) -> list[Verdict]:
     """SogCLR Tables 2/3: SogCLR > SimCLR at each batch size of ``values`` (the paper's effect where its Table 3, 100
     epochs, has that batch size), and the headline as an interaction (:func:`headline_verdict`, ``floor``: the best
     no-learning score of the study's dataset).
@@ -30,20 +32,22 @@ def batch_verdicts(by_batch: pd.DataFrame, values: Sequence[int], paper: pd.Data
     ``headline``: the runs of the headline at a budget of its own (a study where the large batch learns; default
     ``by_batch``), at equal epochs; ``equal_steps``: runs at the smallest of their batch sizes for as many steps
     as ``headline``'s largest batch takes (fewer epochs), the same interaction at equal steps beside it
-    (``steps_budget``: the sentence that says so)."""
+    (``steps_budget``: the sentence that says so). ``runs``: the runs each kind of row reads (the batch study's, the
+    headline's, the equal-steps one's: ``Verdict.runs``), "" for none named."""
     paper3 = paper[(paper.table == 3) & (paper.epochs == 100)]
     out = [compare(f"SogCLR Tables 2/3: SogCLR > SimCLR at batch {b}",
                    ("sogclr", per_seed(by_batch, method="sogclr", value=b)),
                    ("simclr", per_seed(by_batch, method="simclr", value=b)),
                    paper_effect=paper_difference(paper3, "sogclr", "simclr", number="top1", batch=b)) for b in values]
+    out = [replace(v, runs=runs[0] or None) for v in out]
     head = by_batch if headline is None else headline
     sizes = sorted(set(head.value)) if headline is not None else list(values)
-    out.append(headline_verdict(head, sizes, paper3, floor))
+    out.append(replace(headline_verdict(head, sizes, paper3, floor), runs=(runs[1] or runs[0]) or None))
     if equal_steps is not None:
         small, large = min(sizes), max(sizes)
         frame = pd.concat([head[head.value == large], equal_steps[equal_steps.value == small]])
-        out.append(headline_verdict(frame, [small, large], paper3, floor, label="equal steps",
-                                    budget=steps_budget or "equal steps"))
+        out.append(replace(headline_verdict(frame, [small, large], paper3, floor, label="equal steps",
+                                            budget=steps_budget or "equal steps"), runs=runs[2] or None))
     return out
 
 

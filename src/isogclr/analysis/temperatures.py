@@ -18,7 +18,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .correlations import at_bound_reason
-from .groups import group_correlation, group_table
+from .groups import frequency_verdict_over_groups, group_table
 from .verdicts import Verdict
 
 BOUNDS = ("tau_min", "tau_max")  # the learned temperatures' bounds, as the methods' settings name them
@@ -85,15 +85,16 @@ def frequency_correlation(taus: pd.DataFrame) -> pd.DataFrame:
 
 def frequency_verdict(taus: pd.DataFrame, claim: str, runs: Mapping[int, str]) -> Verdict:
     """The claim "frequent semantics learn larger tau" on the runs ``{seed: run id}`` of one method and dataset,
-    judged over classes (the unit at which frequency varies: :func:`.groups.group_correlation`): per seed,
-    Spearman(mean tau per class, class frequency), the mean over seeds with a cluster bootstrap over classes. The
-    sample-level Spearman is in the evidence as description. Temperatures mostly at one of the runs' bounds
+    judged over class x seed cells with the class's identity held fixed
+    (:func:`.groups.frequency_verdict_over_groups`: a class effect, a seed effect and a slope on log class
+    frequency, a bootstrap over seeds; each seed's Spearman over classes against its own frequencies and the
+    sample-level Spearman are in the evidence as description). Temperatures mostly at one of the runs' bounds
     (:func:`frame_bounds`): not testable (at its bound)."""
     per_run = {seed: taus[taus["run"] == rid] for seed, rid in runs.items()}
     over_samples = frequency_correlation(pd.concat(per_run.values())).set_index("run")["spearman_samples"]
-    verdict = group_correlation(
+    verdict = frequency_verdict_over_groups(
         claim, {seed: group_table(df, "label", "class_frequency", "tau") for seed, df in per_run.items()},
-        what="Spearman(mean tau per class, class frequency)",
+        value="tau", group="class", unit="tau",
         description="over samples (description only, not the verdict): " + ", ".join(
             f"seed {seed} {over_samples[rid]:+.3f}" for seed, rid in runs.items()))
     bounds = frame_bounds(pd.concat(per_run.values()))

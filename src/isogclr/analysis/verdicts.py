@@ -58,8 +58,9 @@ from .stats import (
 )
 
 STATUSES = ("supported", "contradicted", "inconclusive", "not testable")
-COLUMNS = ("claim", "status", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde", "seeds_needed",
-           "p_rerun", "qualifier", "interval", "repeats", "evidence")
+COLUMNS = ("claim", "status", "outcome", "effect", "ci_low", "ci_high", "n_seeds", "paper_effect", "mde",
+           "seeds_needed", "p_rerun", "qualifier", "interval", "repeats", "runs", "evidence")
+OUTCOMES = ("detected", "excluded", "neither")  # what a tested row lets a reader act on (:func:`outcome`)
 LEVEL = 0.95
 NO_LEARNING_MARGIN = 2.0  # points: a method at most this far above the best no-learning score has not learned
 RERUN_SETTLED = SETTLED  # a supported / contradicted verdict a rerun keeps with this probability is settled (.rerun)
@@ -88,6 +89,7 @@ class Verdict:
     precondition: str | None = None  # the failed precondition and its measured value (.preconditions.require)
     interval: str = "t"  # how the interval was made: "t" (over seeds), "bootstrap", "exact" (.multiplicity)
     repeats: str | None = None  # the claim of another report this row repeats on the same runs (counted once)
+    runs: str | None = None  # the runs it reads when they are not its page's main runs (study, budget, batch)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -328,6 +330,33 @@ def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def outcome(status: str, ci_low: float | None, ci_high: float | None, paper_effect: float | None) -> str:
+    """What a tested row lets a reader act on, beside its status (effects signed so that positive is the paper's
+    direction):
+
+    * **detected**: the paper's direction is detected (supported: the interval lies above 0);
+    * **excluded**: the paper's effect is ruled out: the interval lies below the paper's effect (without a paper
+      number, or with one that is not in its own direction, below 0: every effect in the paper's direction is);
+    * **neither**: the interval holds both 0 and the paper's effect (the qualifier says how many seeds would
+      answer it);
+
+    "" for a row that is not tested (not testable, no interval)."""
+    missing = [x is None or (isinstance(x, float) and math.isnan(x)) for x in (ci_low, ci_high)]
+    if status == "not testable" or any(missing):
+        return ""
+    if status == "supported":
+        return "detected"
+    paper = paper_effect is not None and not (isinstance(paper_effect, float) and math.isnan(paper_effect)) \
+        and paper_effect > 0
+    return "excluded" if ci_high < (paper_effect if paper else 0) else "neither"
+
+
+def with_runs(verdicts: Iterable[Verdict], runs: str) -> list[Verdict]:
+    """``verdicts`` naming the ``runs`` they read (e.g. "studies/bimodal_epochs: 8 epochs"), for rows whose runs are
+    not their page's main runs: a reader sees the budget, batch or study beside the claim."""
+    return [replace(v, runs=runs) for v in verdicts]
+
+
 def qualifier(status: str, p_rerun: float | None, ci_low: float | None, ci_high: float | None,
               n_seeds: int | None, paper_effect: float | None, effect: float | None) -> str:
     """The words after a status: "settled" / "not settled (p 0.61)" for a supported or contradicted verdict
@@ -361,7 +390,8 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
         if v.status == "not testable":  # the failed precondition, or a short reason ("no runs", "no learning")
             head = v.evidence.split(":", 1)[0]
             words = v.precondition or (head if ":" in v.evidence and len(head) <= 30 else "")
-        rows.append({**asdict(v), "p_rerun": p, "qualifier": words})
+        rows.append({**asdict(v), "p_rerun": p, "qualifier": words,
+                     "outcome": outcome(v.status, v.ci_low, v.ci_high, v.paper_effect)})
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,
                                                              "p_rerun": float})
 

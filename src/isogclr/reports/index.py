@@ -23,10 +23,11 @@ import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
 
-from ..analysis.explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, glossary
+from ..analysis.explain import (MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, effect_text,
+                               glossary)
 from ..analysis.multiplicity import adjust, unique_rows
 from ..analysis.tables import FIGURE_METADATA
-from ..analysis.verdicts import COLUMNS, STATUSES, count_statuses
+from ..analysis.verdicts import COLUMNS, OUTCOMES, STATUSES, count_statuses
 from ..io import save_text
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 8px}table{border-collapse:collapse}"
@@ -54,13 +55,18 @@ _MARK = {"supported": "✓ supported", "contradicted": "✗ contradicted", "inco
 assert tuple(_MARK) == STATUSES
 
 
+_OUTCOME_WORDS = {"detected": "the paper's direction detected", "excluded": "the paper's effect excluded",
+                  "neither": "neither detected nor excluded"}
+assert tuple(_OUTCOME_WORDS) == OUTCOMES
+
+
 def _verdict(r) -> str:  # noqa: ANN001
     """The status with its qualifier (the ``qualifier`` column, :func:`.verdicts.qualifier`): "✗ contradicted,
     settled", "✓ supported, not settled (p 0.61)", "? inconclusive (10 seeds would answer it at the paper's effect)",
     and the status under Holm's adjustment across all claims (``holm``, :mod:`.multiplicity`) when there is one."""
-    text = _MARK[r.status]
+    text = _MARK[r.status] + (f"; {_OUTCOME_WORDS[r.outcome]}" if r.outcome else "")
     if r.qualifier:
-        text += f", {r.qualifier}" if r.status in ("supported", "contradicted") else f" ({r.qualifier})"
+        text += f"; {r.qualifier}" if r.status in ("supported", "contradicted") else f" ({r.qualifier})"
     holm = getattr(r, "holm", "")
     return text + (f"; Holm: {holm}" if holm else "")
 
@@ -76,11 +82,8 @@ def _effect(r) -> str:  # noqa: ANN001
     """A verdict row's effect with its interval, seeds and the paper's effect ("" where there is none)."""
     if r.effect == "":
         return ""
-    numbers = [x for x in (r.effect, r.ci_low, r.ci_high) if x != ""]
-    digits = 2 if max(abs(x) for x in numbers) >= 1 else 3  # one format for the effect and its bounds
-    text = f"{r.effect:+.{digits}f}"
-    if r.ci_low != "" and r.ci_high != "":
-        text += f" [{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}]"
+    text = effect_text(r.effect, r.ci_low, r.ci_high)
+    digits = 2 if max(abs(x) for x in (r.effect, r.ci_low, r.ci_high) if x != "") >= 1 else 3
     seeds = [f"{int(r.n_seeds)} seed{'s' * (int(r.n_seeds) != 1)}"] if r.n_seeds != "" else []
     notes = (seeds or (["exact"] if r.ci_low != "" else [])) + ([f"paper {r.paper_effect:+.3g}"]
                                                                if r.paper_effect != "" else [])
@@ -89,6 +92,27 @@ def _effect(r) -> str:  # noqa: ANN001
     if r.seeds_needed != "":
         notes.append(f"paper's size needs {r.seeds_needed} seeds")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _headline(bottom: str) -> str:
+    """The first sentence of a bottom line, without "Bottom line: " (the index's one line per page)."""
+    text = bottom.removeprefix("Bottom line: ")
+    head, dot, _ = text.partition(". ")
+    return head + (dot.strip() or "")
+
+
+def _claim(r) -> str:  # noqa: ANN001
+    """The claim, and the runs it reads when they are not its page's main runs ("runs: studies/...: 8 epochs")."""
+    return r.claim + (f" [runs: {r.runs}]" if r.runs else "")
+
+
+def _outcome_summary(verdicts: pd.DataFrame) -> str:
+    """"; the paper's direction detected in 3, its effect excluded in 6, neither in 40" over the tested rows."""
+    counts = {o: int((verdicts["outcome"] == o).sum()) for o in OUTCOMES}
+    if not sum(counts.values()):
+        return ""
+    return (f"; the paper's direction detected in {counts['detected']}, its effect excluded in {counts['excluded']}, "
+            f"neither in {counts['neither']}")
 
 
 def _power_summary(verdicts: pd.DataFrame) -> str:
@@ -153,7 +177,7 @@ def _evidence(text: str) -> str:
 
 
 def _verdict_rows_html(verdicts: pd.DataFrame) -> str:
-    rows = "".join(f"<tr><td>{html.escape(r.claim)}</td><td>{html.escape(_verdict(r))}</td>"
+    rows = "".join(f"<tr><td>{html.escape(_claim(r))}</td><td>{html.escape(_verdict(r))}</td>"
                    f"<td>{html.escape(_effect(r))}</td><td>{_evidence(r.evidence)}</td></tr>"
                    for r in verdicts.itertuples())
     return (f"<table><tr><th>claim</th><th>verdict</th><th>effect [95% CI]</th><th>evidence</th></tr>{rows}"
@@ -167,9 +191,8 @@ def report_exporter() -> HTMLExporter:
 
 
 def _bottom(verdicts: pd.DataFrame) -> str:
-    """The report's bottom line (:func:`.explain.bottom_line`) from its verdict table."""
-    holm = list(verdicts["holm"]) if "holm" in verdicts else None
-    return bottom_line(list(verdicts["claim"]), list(verdicts["status"]), list(verdicts["qualifier"]), holm)
+    """The report's bottom line in words (:func:`.explain.bottom_line`) from its verdict table."""
+    return bottom_line(verdicts)
 
 
 def scale_of(notebook: Path) -> str:
@@ -232,7 +255,7 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
                            f"**{_bottom(verdicts)}** {scale}\n\n"
                            f"{_summary(mine)}{_settled_summary(verdicts)}{_power_summary(verdicts)}\n\n"
                            "| claim | verdict | effect [95% CI] | evidence |\n|---|---|---|---|\n"
-                           + "".join(f"| {r.claim} | {_verdict(r)} | {_effect(r)} | {_evidence(r.evidence)} |\n"
+                           + "".join(f"| {_claim(r)} | {_verdict(r)} | {_effect(r)} | {_evidence(r.evidence)} |\n"
                                      for r in verdicts.itertuples()))
         sections_html.append(f'<h2><a href="html/{name}.html">{html.escape(title)}</a></h2>\n{thumb_html}'
                              f"<p><b>{html.escape(_bottom(verdicts))}</b> {html.escape(scale)}</p>\n"
@@ -247,28 +270,32 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
                + (_settled_summary(once) if once is not None else "")
                + (f"; under Holm's adjustment: {_summary(count_statuses(s for s in holm.loc[once.index] if s))} of "
                   "the tested" if tested else ""))
-    intro = (f"Reports of profile `{profile}`, each an executed notebook regenerated by `dvc repro`. "
-             f"Verdicts are computed by the notebooks from our runs ({summary}). A claim's effect is signed "
-             "so that positive is the paper's direction (for a comparison: the mean over seeds of the paired "
-             "difference of two methods run with the same seed), with its 95% interval (Student t over seeds; "
-             "for a claim about a group property, such as tau against class or cluster frequency, a cluster "
-             "bootstrap over the groups, the unit at which the property varies): supported "
-             "or contradicted when the interval excludes 0, inconclusive when it contains 0 (the evidence says "
-             "whether an effect of the paper's size could have been seen), not testable with one seed, no "
-             "counterpart at this scale, no runs, no learning, or a failed precondition. "
-             "A paired comparison states its minimum detectable effect "
-             "(MDE: detected with 80% power by the two-sided paired t test at 95%, given the observed spread of the "
-             "per-seed differences and the number of seeds) and how many seeds an effect of the paper's size "
-             "would need. The machine matters: on a machine of the type that made them a rerun gives the same "
-             "bytes, but on another type every run differs (the committed runs of e2c3101 and their forced rerun on "
-             "another type: 124 of 124 values, by a median of 1.18 points, where two seeds of a Table 1 run differ "
-             "by 1.45; docs/reproducibility.md). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " " + MULTIPLICITY_NOTE
-             + " At the mini scale they "
-             "test the direction of the papers' claims on "
-             "small generated data, not their numbers.")
-    save_text(f"# isogclr reports\n\n{intro}\n\n" + "\n".join(sections_md), reports_dir / "README.md")
+    findings = [(name, notebook_title(reports_dir / f"{name}.ipynb"), _headline(_bottom(loaded[name])))
+                for name in names]
+    outcomes = _outcome_summary(once) if once is not None else ""
+    found = (f"What the replication found, profile `{profile}` ({summary}{outcomes}; each page's bottom line below, "
+             "generated from its verdicts):")
+    method = ("A claim's effect is signed so that positive is the paper's direction (for a comparison: the mean over "
+              "seeds of the paired difference of two methods run with the same seed), with its 95% interval (Student "
+              "t over seeds; for tau against class or cluster frequency, a slope with a group effect, its interval "
+              "from a bootstrap over seeds): supported or contradicted when the interval excludes 0, inconclusive "
+              "when it contains 0, not testable with one seed, no counterpart at this scale, no runs, no learning, "
+              "or a failed precondition. Beside the status, what a reader can act on: the paper's direction "
+              "detected (supported), the paper's effect excluded (the interval lies below it), or neither (the "
+              "interval holds both 0 and the paper's effect: the row says how many seeds would answer it). The "
+              "machine matters: a forced rerun on another machine type is a new draw of the training noise "
+              "(reports/benchmarks/cross_machine.md; each run's artifacts/machine.json names the machine that made "
+              "it). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " " + MULTIPLICITY_NOTE + " At the mini scale the "
+              "verdicts test the direction of the papers' claims on small generated data, not their numbers; every "
+              "rule: docs/reports.md.")
+    listing_md = "".join(f"- [{title}](html/{name}.html): {line}\n" for name, title, line in findings)
+    listing_html = "".join(f'<li><a href="html/{name}.html">{html.escape(title)}</a>: {html.escape(line)}</li>'
+                           for name, title, line in findings)
+    save_text(f"# isogclr reports\n\n{found}\n\n{listing_md}\n<details><summary>How to read a verdict</summary>\n\n"
+              f"{method}\n\n</details>\n\n" + "\n".join(sections_md), reports_dir / "README.md")
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>isogclr reports</title>"
             f"<link rel='stylesheet' href='html/style.css'></head><body>\n<h1>isogclr reports</h1>\n"
-            f"<p>{html.escape(intro)}</p>\n"
+            f"<p>{html.escape(found)}</p>\n<ul>{listing_html}</ul>\n"
+            f"<details><summary>How to read a verdict</summary><p>{html.escape(method)}</p></details>\n"
             + "\n".join(sections_html) + "\n</body></html>\n")
     save_text(page, reports_dir / "index.html")
