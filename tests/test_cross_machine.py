@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -49,3 +50,63 @@ def test_a_moved_sample_moves_the_verdicts_that_read_it(tmp_path):
     assert balanced["effect moved"] == 0 and balanced["status kept"]
     runs = pd.read_csv(tmp_path / "out" / "cross_machine_runs.csv")
     assert len(runs) == 3 and (runs["change"].round(6) == 10.0).all()
+
+
+def _kept_emulation(out: Path) -> dict[str, bytes]:
+    """The committed emulation's csvs copied into ``out`` (its reruns are not kept): what --report keeps."""
+    out.mkdir(parents=True)
+    kept = {}
+    for name in ("cross_machine.csv", "cross_machine_runs.csv"):
+        kept[name] = (ROOT / "reports" / "benchmarks" / name).read_bytes()
+        (out / name).write_bytes(kept[name])
+    return kept
+
+
+def test_a_real_second_machine_is_reported_beside_the_kept_emulation(tmp_path):
+    _sample(tmp_path / "other", {"isogclr": 10.0})  # other/runs/<run>/metrics.json: iSogCLR 10 points better
+    folder = tmp_path / "other" / "runs"
+    (folder / "machine.json").write_text(json.dumps({"cpu": "Test CPU", "isa": "avx2", "aten_cpu_capability": "AVX2"}))
+    out = tmp_path / "out"
+    kept = _kept_emulation(out)
+    text = cross_machine.report(ROOT / "params.yaml", tmp_path / "no-reruns", ["simclr"], ["synth10_lt"], [0], "avx2",
+                                out, other=folder)
+    assert {name: (out / name).read_bytes() for name in kept} == kept  # the emulation's numbers, unchanged
+    runs = pd.read_csv(out / "cross_machine_real_runs.csv")
+    assert len(runs) == 3 and (runs["change"].round(6) == 10.0).all() and set(runs["method"]) == {"isogclr"}
+    table = pd.read_csv(out / "cross_machine_real.csv").set_index("claim")
+    n_seeds = len(load_params(ROOT / "params.yaml")["table1"]["seeds"])
+    lt = table.loc["Table 1: isogclr > simclr on synth10_lt (CIFAR10-LT)"]
+    assert abs(lt["effect moved"] - 10.0 * 3 / n_seeds) < 1e-3 and lt["status other machine"] != "contradicted"
+    assert text == (out / "cross_machine.md").read_text()
+    assert text.startswith("# Cross-machine") and f"--report --other {folder.resolve()}`" in text
+    assert "## A real second machine" in text and "## The emulation: ATEN_CPU_CAPABILITY=avx2" in text
+    assert "Test CPU, ISA avx2, ATen kernels AVX2" in text  # the other machine, from its machine.json
+    assert "median |change| **10.00** points" in text and "median |change| **0.09** points" in text
+
+
+def test_the_committed_second_machine_moves_the_runs_and_one_verdict(tmp_path):
+    """The 21 synth10_lt runs retrained on an AVX2-only EPYC (benchmarks/other_machines): what the report says."""
+    out = tmp_path / "out"
+    _kept_emulation(out)
+    cross_machine.report(ROOT / "params.yaml", tmp_path / "no-reruns", ["simclr"], ["synth10_lt"], [0], "avx2", out,
+                         other=cross_machine.OTHER)
+    runs = pd.read_csv(out / "cross_machine_real_runs.csv")
+    assert len(runs) == 21
+    assert round(runs["change"].abs().median(), 2) == 0.80 and round(runs["change"].abs().max(), 2) == 2.50
+    assert round(runs["change"].std(), 2) == 1.13
+    table = pd.read_csv(out / "cross_machine_real.csv").set_index("claim")
+    status = table[["status committed", "status other machine"]].apply(tuple, axis=1)
+    assert status["Table 1: isogclr > simclr on synth10_lt (CIFAR10-LT)"] == ("contradicted", "inconclusive")
+    assert status["Table 1: isogclr > sogclr on synth10_lt (CIFAR10-LT)"] == ("contradicted", "contradicted")
+    assert status["Table 1: sogclr > simclr on synth10_lt (CIFAR10-LT)"] == ("inconclusive", "inconclusive")
+    assert table["status kept"].sum() == 6
+    record = json.loads((cross_machine.OTHER / "machine.json").read_text())
+    assert record["isa"] == "avx2" and record["aten_cpu_capability"] == "AVX2" and "recorded" in record
+
+
+def test_a_folder_that_is_no_table1_run_is_named(tmp_path):
+    (tmp_path / "other" / "simclr-synth10_lt-s99").mkdir(parents=True)
+    (tmp_path / "other" / "simclr-synth10_lt-s99" / "metrics.json").write_text('{"top1": 1.0}')
+    spec = cross_machine.table_spec(load_params(ROOT / "params.yaml"), "table1")
+    with pytest.raises(ValueError, match="simclr-synth10_lt-s99"):
+        cross_machine.other_machine_runs(tmp_path / "other", spec)

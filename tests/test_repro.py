@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from isogclr import machine
 from isogclr.repro import run_schedule, worker_env
 
 
@@ -107,6 +109,9 @@ def test_force_reruns_every_stage_and_logs_its_times(tmp_path, monkeypatch):
     log = (tmp_path / "reports" / "repro_stages.csv").read_text()
     assert sorted(line.split(",")[0] for line in log.splitlines()[1:]) == ["a", "b"]
     assert "| total | 2 |" in (tmp_path / "reports" / "timing.md").read_text()
+    # beside them, the machine that ran the stages (the CSV's columns unchanged)
+    assert json.loads((tmp_path / "reports" / "repro_machine.json").read_text()) == machine.describe()
+    assert log.splitlines()[0] == "stage,start_s,end_s,seconds,ok,family,runs"
     # the record keeps the run the pipeline has (stage a's output folder) and drops the other
     assert {r["run"] for r in timing.read(tmp_path / "timing.csv")} == {"a"}
     assert runner.repro(tmp_path, jobs=2) == 0  # up to date: nothing reruns

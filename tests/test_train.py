@@ -17,7 +17,7 @@ import timm
 import torch
 import yaml
 
-from isogclr import timing
+from isogclr import machine, timing
 from isogclr.config.core import run_config
 from isogclr.config.typed import ConfigError
 from isogclr.models import EncoderConfig, build_encoder
@@ -57,11 +57,16 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     assert len(taus) == 400 and all(0.05 <= t <= 1.0 for t in taus)
     assert len((run / "train_log.csv").read_text().splitlines()) == 1 + cfg.train.epochs
     # what a run keeps: small committed files (the export only with export=True) and the float32 local/ copies
-    committed = {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/tau.csv"}
+    committed = {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/machine.json",
+                 "artifacts/tau.csv"}
     local = {"local/encoder.pt", "local/features.pt", "local/run.lock"}  # run.lock: the run folder's lock
     assert run_files(run) == committed | local | {"artifacts/encoder.pt", "artifacts/features.pt"}
     assert run_files(tmp_path / "b") == committed | local
     assert sorted(p.name for p in (run / "dvclive").iterdir()) == ["metrics.json", "plots"]
+    # the machine on record, beside the config: this machine, the same bytes for both runs (no clock, no host)
+    assert json.loads((run / "artifacts" / "machine.json").read_text()) == machine.describe()
+    records = [(folder / "artifacts" / "machine.json").read_bytes() for folder in (run, tmp_path / "b")]
+    assert records[0] == records[1]
     # no wall clock in the result files: identical across the two runs, times in the timing record
     for name in ("train_log.csv", "metrics.json"):
         assert (run / name).read_text() == (tmp_path / "b" / name).read_text(), name

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from isogclr import timing
+from isogclr import machine, timing
 from isogclr.config.bimodal import bimodal_run_config
 from isogclr.config.typed import ConfigError
 from isogclr.config.validate import validate_params
@@ -63,7 +63,8 @@ def test_run_writes_metrics_in_range(tmp_path, params, _timing_record):
     assert timing.read(_timing_record)[0]["run"] == timing.run_key(run)
     files = {p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file() and "dvclive" not in p.parts}
     assert files == {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/tokenizer.json",
-                     "local/model.pt", "local/run.lock"}
+                     "artifacts/machine.json", "local/model.pt", "local/run.lock"}
+    assert json.loads((run / "artifacts" / "machine.json").read_text()) == machine.describe()
     assert json.loads((run / "knobs.json").read_text()) == {"loss": cfg.method.loss, **cfg.method.kwargs}
     state = torch.load(run / "local" / "model.pt", weights_only=True)  # float32, for the user only
     assert state and all(isinstance(v, torch.Tensor) for v in state.values())

@@ -154,6 +154,9 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     assert config["num_images"] == 16 and config["tau"] == 0.2 and config["fresh_views"] == FRESH_VIEWS
     assert config["augmentation_values"] == [2] and config["encoder"]["width"] == 4
     assert config["seeds"] == [0, 3] and config["seed"] == 0
+    from isogclr import machine  # the machine that ran the study, beside its config
+
+    assert json.loads((out / "machine.json").read_text()) == {**machine.describe(), "torch_threads": 1}  # the runs'
     both = pd.read_csv(out / "convergence.csv")
     assert list(both.columns) == ["seed", *CURVE_COLUMNS] and set(both.seed) == {0, 3}
     assert set(pd.read_csv(out / "augmentations.csv").method) == {"emc2", "simclr"}

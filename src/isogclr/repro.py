@@ -26,7 +26,9 @@ How it works, using only what DVC provides:
 * With ``force`` (``--force``, ``make repro FORCE=1``) every stage runs, up to date or not, each as
   ``dvc repro --single-item --force <stage>``: the way to verify the replication from scratch.
 * After a full repro (every stage ran), each stage's wall time goes to ``reports/repro_stages.csv`` and,
-  grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.timing.write_timing_report`); after a
+  grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.timing.write_timing_report`), and the machine
+  that ran them to ``reports/repro_machine.json`` (:func:`isogclr.machine.describe`: a forced repro on another CPU
+  type is a new draw of training noise, so the record says which machine made the runs); after a
   successful repro the timing record ``timing.csv`` drops the rows of runs the pipeline no longer has
   (:func:`live_run`), and the run folders no stage declares any more are listed with the command that removes
   them (:func:`orphan_runs`; nothing is deleted).
@@ -51,6 +53,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+MACHINE_RECORD = "repro_machine.json"  # in reports/, beside the stage record: the machine of the repro
 
 
 def stage_graph(root: Path, force: bool = False) -> tuple[dict[str, set[str]], set[str]]:
@@ -200,7 +204,10 @@ def _runs(outputs: list[str], root: Path) -> int:
 
 def write_stage_log(times: list[dict], outputs: Mapping[str, list[str]], root: Path, jobs: int,
                     force: bool, stages: int) -> Path:
-    """``reports/repro_stages.csv`` (one row per stage run: its family, runs and times) and ``reports/timing.md``."""
+    """``reports/repro_stages.csv`` (one row per stage run: its family, runs and times), ``reports/timing.md`` and,
+    beside them, ``reports/repro_machine.json``, the machine that ran the stages (a sidecar: the CSV's columns and
+    readers stay as they were)."""
+    from . import machine
     from .analysis.timing import write_timing_report
     from .io import csv_text, save_text
 
@@ -209,6 +216,7 @@ def write_stage_log(times: list[dict], outputs: Mapping[str, list[str]], root: P
     path = Path(root) / "reports" / "repro_stages.csv"
     save_text(csv_text(rows), path)
     write_timing_report(path, Path(root) / "reports" / "timing.md", jobs=jobs, force=force, stages=stages)
+    machine.record(path.parent, MACHINE_RECORD)
     return path
 
 
@@ -249,8 +257,8 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
                           jobs, env=env, cwd=root, log=lambda line: print(line, flush=True), times=times)
     outputs = stage_outputs(root)
     if times and len(to_run) == len(upstream):  # a full repro (forced, or of a fresh project): its timing table
-        print(f"wrote {write_stage_log(times, outputs, root, jobs, force, len(upstream))} and reports/timing.md",
-              flush=True)
+        print(f"wrote {write_stage_log(times, outputs, root, jobs, force, len(upstream))}, reports/timing.md and "
+              f"reports/{MACHINE_RECORD}", flush=True)
     if failed:
         restored = restore_committed(root, [o for stage in failed for o in outputs.get(stage, [])])
         kept = (f"; their committed outputs were restored from git's HEAD ({len(restored)} files), as they were "

@@ -22,7 +22,8 @@ A run writes into ``out_dir``:
   samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`);
 * ``dvclive/``: the same curves and the final metrics as DVCLive files (:mod:`isogclr.train.curves`);
 * ``artifacts/config.json``, ``artifacts/tokenizer.json`` (the WordPiece trained on the training
-  captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``);
+  captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``), ``artifacts/machine.json`` (the machine
+  that made the run, :mod:`isogclr.machine`);
 * ``artifacts/tau.csv`` (losses with per-pair temperatures): index, image, cluster,
   cluster_frequency, mismatched, caption, tau_image, tau_text;
 * ``local/model.pt``: the model's state_dict, for the user's own use (never tracked, ``.gitignore``).
@@ -42,7 +43,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from .. import timing
+from .. import machine, timing
 from ..config.bimodal import BimodalRunConfig
 from ..data import keyed
 from ..data.augment import CROP_FLIP_DRAWS, crop_flip_augmentation
@@ -332,6 +333,7 @@ def _write_outputs(cfg: BimodalRunConfig, out_dir: Path, model: BimodalModel, lo
                    data: PairsFolder, log_rows: list[dict], metrics: dict) -> None:
     artifacts = out_dir / "artifacts"
     save_json(cfg.to_dict(), artifacts / "config.json")
+    machine.record(artifacts)
     save_text(tokenizer.backend_tokenizer.to_str(), artifacts / "tokenizer.json")
     save_text(csv_text(log_rows), out_dir / "train_log.csv")
     write_curves(out_dir / "dvclive", log_rows, metrics)

@@ -64,7 +64,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import timing
+from .. import machine, timing
 from ..config.convergence import CONVERGENCE_METHODS as METHODS
 from ..config.convergence import ConvergenceConfig, convergence_config, convergence_study
 from ..data import keyed, load_dataset
@@ -365,7 +365,8 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
     ``out_dir``.
 
     ``config.json``: the resolved :class:`ConvergenceConfig` (its ``seed`` is the first seed) and
-    the :class:`ConvergenceStudy` keys; ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
+    the :class:`ConvergenceStudy` keys, and beside it ``machine.json`` (the machine that ran the study,
+    :mod:`isogclr.machine`); ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
     and ``augmentations.csv`` (``seed`` first): the two tables of the report, written atomically once the whole
     study has run. Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it
     finishes, run ``<out_dir>/<method>-A<A>-s<seed>`` (A0: fresh views), one row per epoch: ``step`` at its end and
@@ -389,4 +390,6 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
     save_json({**dataclasses.asdict(cfg), "tau": cfg.tau, "fresh_views": FRESH_VIEWS,
                "augmentation_values": list(spec.augmentation_values), "seeds": list(spec.seeds),
                "infinite_augmentation": spec.infinite_augmentation}, out_dir / "config.json")
+    with _threads(cfg.num_threads):  # the threads the runs used
+        machine.record(out_dir)
     return study

@@ -11,6 +11,8 @@ A run writes into ``out_dir``:
   and ``dvc exp show`` (:mod:`isogclr.train.curves`; rebuilt from the checkpointed rows, never appended twice);
 * ``artifacts/config.json``: the resolved :class:`~isogclr.config.core.RunConfig`, plus ``encoder.timm_name``: the
   timm name that loads ``encoder.pt`` (see :mod:`isogclr.models.encoders`);
+* ``artifacts/machine.json``: the machine that made the run (:mod:`isogclr.machine`: CPU, the kernels torch and
+  numpy's BLAS used, versions), since another CPU type draws other training noise;
 * ``artifacts/tau.csv``: the learned per-sample temperatures with dataset indices and labels (iSogCLR);
 * only with ``export=True`` (the first Table 1 seeds, ``train --export-seed``): ``artifacts/encoder.pt``, the
   encoder's state_dict with floating tensors in float16 (small enough to commit; timm's
@@ -39,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from .. import timing
+from .. import machine, timing
 from ..config.core import RunConfig
 from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
@@ -297,6 +299,7 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
     config = cfg.to_dict()
     config["encoder"]["timm_name"] = timm_name(cfg.encoder)
     save_json(config, artifacts / "config.json")
+    machine.record(artifacts)
     save_text(csv_text(log_rows), out_dir / "train_log.csv")
     write_curves(out_dir / "dvclive", log_rows, metrics)  # rebuilt: the same files as an uninterrupted run
     tau = loss_fn.temperatures().get("tau")
