@@ -23,8 +23,7 @@ import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
 
-from ..analysis.explain import (MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, effect_text,
-                               glossary)
+from ..analysis.explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, effect_text, glossary
 from ..analysis.multiplicity import adjust, unique_rows
 from ..analysis.tables import FIGURE_METADATA
 from ..analysis.verdicts import COLUMNS, OUTCOMES, STATUSES, count_statuses
@@ -92,6 +91,21 @@ def _effect(r) -> str:  # noqa: ANN001
     if r.seeds_needed != "":
         notes.append(f"paper's size needs {r.seeds_needed} seeds")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+METHOD = ("A claim's effect is signed so that positive is the paper's direction (for a comparison: the mean over "
+          "seeds of the paired difference of two methods run with the same seed), with its 95% interval (Student "
+          "t over seeds; for tau against class or cluster frequency, a slope with a group effect, its interval "
+          "from a bootstrap over seeds): supported or contradicted when the interval excludes 0, inconclusive "
+          "when it contains 0, not testable with one seed, no counterpart at this scale, no runs, no learning, "
+          "or a failed precondition. Beside the status, what a reader can act on: the paper's direction "
+          "detected (supported), the paper's effect excluded (the interval lies below it), or neither (the "
+          "interval holds both 0 and the paper's effect: the row says how many seeds would answer it). The "
+          "machine matters: a forced rerun on another machine type is a new draw of the training noise "
+          "(reports/benchmarks/cross_machine.md; each run's artifacts/machine.json names the machine that made "
+          "it). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " " + MULTIPLICITY_NOTE + " At the mini scale the "
+          "verdicts test the direction of the papers' claims on small generated data, not their numbers; every "
+          "rule: docs/reports.md.")  # the index's "How to read a verdict", folded
 
 
 def _headline(bottom: str) -> str:
@@ -275,27 +289,14 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
     outcomes = _outcome_summary(once) if once is not None else ""
     found = (f"What the replication found, profile `{profile}` ({summary}{outcomes}; each page's bottom line below, "
              "generated from its verdicts):")
-    method = ("A claim's effect is signed so that positive is the paper's direction (for a comparison: the mean over "
-              "seeds of the paired difference of two methods run with the same seed), with its 95% interval (Student "
-              "t over seeds; for tau against class or cluster frequency, a slope with a group effect, its interval "
-              "from a bootstrap over seeds): supported or contradicted when the interval excludes 0, inconclusive "
-              "when it contains 0, not testable with one seed, no counterpart at this scale, no runs, no learning, "
-              "or a failed precondition. Beside the status, what a reader can act on: the paper's direction "
-              "detected (supported), the paper's effect excluded (the interval lies below it), or neither (the "
-              "interval holds both 0 and the paper's effect: the row says how many seeds would answer it). The "
-              "machine matters: a forced rerun on another machine type is a new draw of the training noise "
-              "(reports/benchmarks/cross_machine.md; each run's artifacts/machine.json names the machine that made "
-              "it). " + SETTLED_NOTE + " " + PRECONDITION_NOTE + " " + MULTIPLICITY_NOTE + " At the mini scale the "
-              "verdicts test the direction of the papers' claims on small generated data, not their numbers; every "
-              "rule: docs/reports.md.")
     listing_md = "".join(f"- [{title}](html/{name}.html): {line}\n" for name, title, line in findings)
     listing_html = "".join(f'<li><a href="html/{name}.html">{html.escape(title)}</a>: {html.escape(line)}</li>'
                            for name, title, line in findings)
     save_text(f"# isogclr reports\n\n{found}\n\n{listing_md}\n<details><summary>How to read a verdict</summary>\n\n"
-              f"{method}\n\n</details>\n\n" + "\n".join(sections_md), reports_dir / "README.md")
+              f"{METHOD}\n\n</details>\n\n" + "\n".join(sections_md), reports_dir / "README.md")
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>isogclr reports</title>"
             f"<link rel='stylesheet' href='html/style.css'></head><body>\n<h1>isogclr reports</h1>\n"
             f"<p>{html.escape(found)}</p>\n<ul>{listing_html}</ul>\n"
-            f"<details><summary>How to read a verdict</summary><p>{html.escape(method)}</p></details>\n"
+            f"<details><summary>How to read a verdict</summary><p>{html.escape(METHOD)}</p></details>\n"
             + "\n".join(sections_html) + "\n</body></html>\n")
     save_text(page, reports_dir / "index.html")
