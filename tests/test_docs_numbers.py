@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from decimal import ROUND_HALF_UP, Decimal
 
 import pandas as pd
 import pytest
@@ -64,3 +65,66 @@ def test_the_readme_lists_every_doc():
     listed = re.search(r"docs/ ((?:[\w]+\.md,? )+)", layout)
     assert listed, "README.md: no docs/ line in the layout"
     assert set(re.findall(r"\w+\.md", listed.group(1))) == {p.name for p in (ROOT / "docs").glob("*.md")}
+
+
+# a duration a doc states: a number or a range and a unit of time ("90.1 min", "11-54 ms", "5-minute", "41 s"), or
+# "an hour", "a minute"
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+DURATION = re.compile(rf"(?<![\w.,])(?P<number>{_NUMBER})(?:\s*(?:-|–|to)\s*(?P<upper>{_NUMBER}))?(?:\s*|-)"
+                      r"(?:ms|s|secs?|seconds?|mins?|minutes?|h|hours?)(?![\w(])"
+                      r"|\b(?:an?|one|half an?)\s+(?:hour|minute)s?\b", re.I)
+# a generated record a paragraph can name: an output under reports/ (timing.md, benchmarks/, testbed/, the stage
+# log, ...) or the timing record timing.csv
+RECORD = re.compile(r"(?<![\w/])(?:reports/[\w./*-]*\w|timing\.csv)")
+
+
+def paragraphs(text: str) -> list[str]:
+    """Prose paragraphs, list items and table rows: the scope in which a figure names the record it comes from."""
+    return [p for p in re.split(r"\n\s*\n|\n(?=\s*(?:[-*] |\|))", text) if p.strip()]
+
+
+def _holds(numbers: set[str], quoted: str) -> bool:
+    """Whether a record's ``numbers`` hold ``quoted`` as written or rounded to its decimals (0.255 quoted as 0.26)."""
+    places = len(quoted.partition(".")[2])
+    return any(n == quoted or (len(n.partition(".")[2]) > places and
+                               Decimal(n).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP) == Decimal(quoted))
+               for n in numbers)
+
+
+def unsourced(text: str, root) -> list[str]:
+    """The durations of ``text`` that no record named in their paragraph holds (the number, as written or rounded
+    to its decimals, in one of the files the paragraph names, globs such as ``reports/benchmarks/noise*.md``
+    included)."""
+    bad = []
+    for paragraph in paragraphs(text):
+        records = [f for name in set(RECORD.findall(paragraph)) for f in sorted(root.glob(name)) if f.is_file()]
+        numbers = {n for f in records for n in re.findall(r"\d+(?:\.\d+)?", f.read_text(errors="replace")
+                                                           .replace(",", ""))}
+        for found in DURATION.finditer(paragraph):
+            quoted = [q.replace(",", "") for q in (found["number"], found["upper"]) if q]  # none: a duration in words
+            if not quoted or not all(_holds(numbers, q) for q in quoted):
+                named = ", ".join(sorted(r.relative_to(root).as_posix() for r in records)) or "no record"
+                bad.append(f"{found[0]!r} (its paragraph names {named}): {' '.join(paragraph.split())[:160]}")
+    return bad
+
+
+def test_a_duration_is_checked_against_the_records_its_paragraph_names(tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "timing.md").write_text("the schedule took **90.1 min**; 1,234 s in all; 0.255 53.93\n")
+    assert unsourced("The last repro took 90.1 minutes (`reports/timing.md`), 1,234 s of stages.", tmp_path) == []
+    assert unsourced("Rounded: 0.26 ms and 54 ms (reports/timing.md).", tmp_path) == []
+    assert len(unsourced("The last repro took 56.8 minutes (`reports/timing.md`).", tmp_path)) == 1
+    assert len(unsourced("The last repro took 90.1 minutes.\n\nIts record: `reports/timing.md`.", tmp_path)) == 1
+    assert len(unsourced("58 to 90.1 minutes, 0.25 ms, 89 min (reports/timing.md).", tmp_path)) == 3
+    assert len(unsourced("It takes about an hour, or a 5-minute wait (reports/timing.md).", tmp_path)) == 2
+    assert unsourced("L = 25 s(Z, Z'); 3 seeds, 16 px, Tables 3/4's second budget, 12 epochs.", tmp_path) == []
+
+
+@pytest.mark.parametrize("path", ["README.md", *sorted(p.relative_to(ROOT).as_posix()
+                                                       for p in (ROOT / "docs").glob("*.md"))])
+def test_every_duration_comes_from_a_record_its_paragraph_names(path):
+    """A minutes or seconds figure is the generated record's (reports/timing.md, reports/benchmarks/*.md, the stage
+    logs, timing.csv), named beside it, so that a rerun that moves it fails here; a duration no record holds is not
+    stated (the prose points to the record instead)."""
+    bad = unsourced((ROOT / path).read_text(), ROOT)
+    assert not bad, f"{path}: durations not read from a record named in their paragraph:\n" + "\n".join(bad)

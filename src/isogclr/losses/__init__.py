@@ -14,18 +14,59 @@ projector output as it is. The moving-average losses take ``convention="paper"``
 weights reach the cap. The equations, states and conventions of every method are documented in ``docs/losses.md``.
 
 Importing the package imports no loss: :data:`LOSSES` imports the module of the loss it is asked for, so a run's
-code, and its pipeline stage's dependencies, are its own loss's. A loss's class is imported from its module
-(``from isogclr.losses.simclr import SimCLRLoss``) or by name (``LOSSES["simclr"]``).
+code, and its pipeline stage's dependencies, are its own loss's. A loss's class is imported from the package
+(``from isogclr.losses import SimCLRLoss``: the module ``__getattr__`` of PEP 562 imports its module on first
+access, by :data:`LOSSES`'s table), from its module (``from isogclr.losses.simclr import SimCLRLoss``) or by name
+(``LOSSES["simclr"]``). The same classes are imported under ``if TYPE_CHECKING:`` for IDEs and type checkers: that
+never runs, and :mod:`isogclr.code_deps` leaves such imports out of a stage's dependencies.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .base import ContrastiveLoss
 from .numerics import TrainingDiverged
 from .registry import BIMODAL, LOSSES, MODALITY, UNIMODAL, build_loss, losses_of, register_loss
 
+if TYPE_CHECKING:  # the classes of .registry's tables, re-exported (tests/test_front_door.py checks both agree)
+    from .barlow_twins import BarlowTwinsLoss as BarlowTwinsLoss
+    from .clip import CLIPLoss as CLIPLoss
+    from .clip_individual_tau import CLIPIndividualTauLoss as CLIPIndividualTauLoss
+    from .cyclip import CyCLIPLoss as CyCLIPLoss
+    from .emc2 import EMC2Loss as EMC2Loss
+    from .flatclr import FlatCLRLoss as FlatCLRLoss
+    from .isogclr import ISogCLRLoss as ISogCLRLoss
+    from .isogclr_bimodal import ISogCLRBimodalLoss as ISogCLRBimodalLoss
+    from .negcache import NegativeCacheLoss as NegativeCacheLoss
+    from .simclr import SimCLRLoss as SimCLRLoss
+    from .simco import SimCoLoss as SimCoLoss
+    from .simo import SiMoLoss as SiMoLoss
+    from .sogclr import SogCLRLoss as SogCLRLoss
+    from .sogclr_bimodal import SogCLRBimodalLoss as SogCLRBimodalLoss
+    from .spectral import SpectralContrastiveLoss as SpectralContrastiveLoss
+    from .supervised import SupervisedLoss as SupervisedLoss
+    from .tau_simclr import TaUSimCLRLoss as TaUSimCLRLoss
+    from .vicreg import VICRegLoss as VICRegLoss
+
 UNIMODAL_LOSSES = losses_of("unimodal")
 BIMODAL_LOSSES = losses_of("bimodal")
+
+# class name -> its loss's name: the classes the package exports, read from the registry's table (no import)
+_CLASSES = {target.rpartition(":")[2]: name for name, target in LOSSES.targets.items()}
+
+
+def __getattr__(name: str) -> Any:
+    """``isogclr.losses.<Class>`` of a registered loss: its module is imported now, on first access, and no other
+    loss's (PEP 562), so that importing the package keeps a run's code its own loss's."""
+    if name in _CLASSES:
+        return LOSSES[_CLASSES[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_CLASSES})
+
 
 __all__ = [
     "BIMODAL",
@@ -39,4 +80,5 @@ __all__ = [
     "build_loss",
     "losses_of",
     "register_loss",
+    *sorted(_CLASSES),
 ]
