@@ -299,6 +299,6 @@ def test_the_bottom_line_gives_effects_in_words():
     assert line.startswith("Bottom line: Against the paper, 1 row (each interval below 0 and below the paper's effect")
     assert "iso > sim -1.63 [" in line and "For the paper, 1 row" in line
     assert "12 ep > 6 ep (studies/ladder: 6 epochs) +4.93 [" in line  # what the supported row means, and its runs
-    assert "Open, 1 inconclusive: none excludes the paper's effect; 1 hold both 0 and the paper's effect, e.g. " \
+    assert "Open, 1 inconclusive: none excludes the paper's effect; 1 holds both 0 and the paper's effect, e.g. " \
            "sog > sim" in line and "(paper +0.610)" in line
     assert table["runs"].tolist() == ["", "", "studies/ladder: 6 epochs"]

@@ -25,7 +25,7 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
     build_index(tmp_path, ["one", "two"], profile="mini")
     readme = (tmp_path / "README.md").read_text()
     assert readme.index("First report") < readme.index("Second report")
-    assert "1 supported, 0 contradicted, 1 inconclusive, 2 not testable" in readme and "claim C" in readme
+    assert "2 tested, 1 supported, 0 contradicted, 1 inconclusive; 2 not testable" in readme and "claim C" in readme
     # the effect, its interval, the paper's effect, the minimum detectable effect, the seeds the paper's would need
     # 3 seeds are never settled (tests/test_analysis_rerun.py); beside the status, what a reader can act on
     assert "supported; the paper's direction detected; not settled (p 0.53)" in readme
@@ -36,7 +36,7 @@ def test_index_lists_every_report_with_its_verdicts(tmp_path):
            "inconclusive | +0.50 [-18.56, +19.56]" \
         in readme  # claim B
     assert "not settled (p 0.53); Holm: supported |" in readme  # 2 claims tested: claim A survives
-    assert "4 claims, each counted once; 2 tested: 1 supported, 0 contradicted, 1 inconclusive, 2 not testable" \
+    assert "4 claims, each counted once; 2 tested, 1 supported, 0 contradicted, 1 inconclusive; 2 not testable" \
         in readme and "Bottom line: For the paper, 1 row (each interval above 0; 0 settled): claim A +2.00 " \
         "[+1.75, +2.25]." in readme
     assert "the paper's direction detected in 1, its effect excluded in 0, neither in 1" in readme  # the totals
@@ -78,8 +78,9 @@ def test_the_index_counts_a_claim_another_page_repeats_once(tmp_path):
     build_index(tmp_path, ["one", "two"], profile="mini")
     readme = (tmp_path / "README.md").read_text()
     assert "2 claims, each counted once (2 rows repeat another row's claim, on its runs or a subset of them); " \
-           "1 tested: 1 supported, 0 contradicted, 0 inconclusive, 1 not testable" in readme
+           "1 tested, 1 supported, 0 contradicted, 0 inconclusive; 1 not testable" in readme
     assert "under Holm's adjustment: 1 supported, 0 contradicted, 0 inconclusive, 0 not testable of the tested" \
         in readme
-    assert readme.count("1 supported, 0 contradicted, 0 inconclusive, 1 not testable") == 2  # the index, page one
+    assert "1 tested, 1 supported, 0 contradicted, 0 inconclusive; 1 not testable" in readme  # the index's totals
+    assert readme.count("1 supported, 0 contradicted, 0 inconclusive, 1 not testable") == 1  # page one
     assert "2 supported, 0 contradicted, 0 inconclusive, 0 not testable" in readme  # page two shows both its rows

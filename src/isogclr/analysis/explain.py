@@ -50,17 +50,23 @@ def glossary(text: str) -> str:
     return "Terms. " + "; ".join(used) + "." if used else ""
 
 
-def number(x: float, digits: int | None = None) -> str:
-    """A signed effect or bound: 2 decimals when some number of its row is >= 1 in size (points), else 3."""
-    return f"{x:+.{digits if digits is not None else (2 if abs(x) >= 1 else 3)}f}"
+def number_format(*numbers: object) -> str:
+    """One format for an effect and its bounds, by the largest in size: 2 decimals from 1 (points), 3 from 0.01
+    (a correlation, a temperature), else 3 significant digits (a slope of tau per log unit: +4.87e-04)."""
+    top = max((abs(float(x)) for x in numbers if x != "" and x is not None), default=0.0)
+    return "+.2f" if top >= 1 else "+.3f" if top >= 0.01 or top == 0 else "+.2e"
+
+
+def number(x: float, spec: str | None = None) -> str:
+    """A signed effect or bound in ``spec`` (default :func:`number_format` of ``x`` alone)."""
+    return format(float(x), spec or number_format(x))
 
 
 def effect_text(effect: float, low: object = "", high: object = "") -> str:
     """"-1.69 [-3.17, -0.20]": an effect with its interval, the bounds in the effect's format ("" = no bound)."""
-    numbers = [x for x in (effect, low, high) if x != "" and x is not None]
-    digits = 2 if max(abs(float(x)) for x in numbers) >= 1 else 3
-    text = number(float(effect), digits)
-    return text + (f" [{number(float(low), digits)}, {number(float(high), digits)}]" if low != "" and high != ""
+    spec = number_format(effect, low, high)
+    text = number(effect, spec)
+    return text + (f" [{number(low, spec)}, {number(high, spec)}]" if low != "" and high != ""
                    and low is not None and high is not None else "")
 
 
@@ -76,6 +82,11 @@ def _listed(rows: list, most: int, paper: bool = False) -> str:
 
 
 def bottom_line(verdicts, most: int = 3) -> str:  # noqa: ANN001 (a verdict table, "" where a row has no number)
+    """"Bottom line: " and :func:`bottom_sentences`, or "no claim."."""
+    return "Bottom line: " + (" ".join(bottom_sentences(verdicts, most)) or "no claim.")
+
+
+def bottom_sentences(verdicts, most: int = 3) -> list[str]:  # noqa: ANN001 (a verdict table, as bottom_line's)
     """The bottom line of a report in words, from its verdict table (the CSV's columns; ``holm`` when the index
     has adjusted them): what points against the paper and what for it, each with its effect and 95% interval;
     whether the open rows exclude the paper's effect (:func:`~isogclr.analysis.verdicts.outcome`) or could not tell
@@ -84,7 +95,7 @@ def bottom_line(verdicts, most: int = 3) -> str:  # noqa: ANN001 (a verdict tabl
     exclude the paper's effect; 5 hold both 0 and it, e.g. B -0.30 [-1.92, +1.31] (paper +0.19). Not testable, 5:
     3 no learning, 2 the runs did not learn."."""
     rows = list(verdicts.itertuples())
-    said = []
+    said: list[str] = []
     holm = [r for r in rows if getattr(r, "holm", "") and r.holm != r.status and r.status in _DECIDED]
     for status, head in (("contradicted", "Against the paper"), ("supported", "For the paper")):
         mine = [r for r in rows if r.status == status]
@@ -93,17 +104,25 @@ def bottom_line(verdicts, most: int = 3) -> str:  # noqa: ANN001 (a verdict tabl
         settled = sum(r.qualifier == "settled" for r in mine)
         why = ("each interval below 0" + (" and below the paper's effect" if all(r.outcome == "excluded" for r in mine)
                                           else "") if status == "contradicted" else "each interval above 0")
-        lost = sum(r in holm for r in mine)
-        said.append(f"{head}, {len(mine)} row{'s' * (len(mine) != 1)} ({why}; {settled} settled"
-                    + (f"; {lost} not under Holm's adjustment" if lost else "") + f"): {_listed(mine, most)}.")
+        kept = len(mine) - sum(r in holm for r in mine)
+        holm_said = f"; {kept} of {len(mine)} {status} under Holm's adjustment" if kept < len(mine) else ""
+        said.append(f"{head}, {len(mine)} row{'s' * (len(mine) != 1)} ({why}; {settled} settled{holm_said}): "
+                    f"{_listed(mine, max(most, 4))}.")
     open_ = [r for r in rows if r.status == "inconclusive"]
     if open_:
         excluded = [r for r in open_ if r.outcome == "excluded"]
         neither = [r for r in open_ if r.outcome != "excluded"]
-        parts = ([f"{len(excluded)} exclude the paper's effect ({_listed(excluded, 2, paper=True)})"] if excluded
+        parts = ([f"{len(excluded)} exclude{'s' * (len(excluded) == 1)} the paper's effect "
+                  f"({_listed(excluded, 2, paper=True)})"] if excluded
                  else ["none excludes the paper's effect"])
-        if neither:
-            parts.append(f"{len(neither)} hold both 0 and the paper's effect, e.g. {_listed(neither, 2, paper=True)}")
+        paper = [r for r in neither if r.paper_effect != ""]
+        if paper:
+            parts.append(f"{len(paper)} {'holds' if len(paper) == 1 else 'hold'} both 0 and the paper's effect, "
+                         f"e.g. {_listed(paper, 2, paper=True)}")
+        if len(paper) < len(neither):
+            rest = [r for r in neither if r.paper_effect == ""]
+            parts.append(f"{len(rest)} without a paper number {'holds' if len(rest) == 1 else 'hold'} 0, "
+                         f"e.g. {_listed(rest, 1)}")
         said.append(f"Open, {len(open_)} inconclusive: " + "; ".join(parts) + ".")
     untestable = [r for r in rows if r.status == "not testable"]
     if untestable:
@@ -112,7 +131,7 @@ def bottom_line(verdicts, most: int = 3) -> str:  # noqa: ANN001 (a verdict tabl
             reason = (r.qualifier or "see its evidence").split(" (")[0]
             reasons[reason] = reasons.get(reason, 0) + 1
         said.append(f"Not testable, {len(untestable)}: " + ", ".join(f"{n} {why}" for why, n in reasons.items()) + ".")
-    return "Bottom line: " + (" ".join(said) if said else "no claim.")
+    return said
 
 
 def train_images(params: dict, dataset: str) -> tuple[int, int, int]:

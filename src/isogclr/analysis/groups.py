@@ -103,9 +103,8 @@ def within_group_slope(claim: str, by_seed: Mapping[Any, pd.DataFrame], *, what:
     below, inconclusive across it. The evidence gives the slope in ``unit`` per log unit, the identity agreement
     (:func:`_identity_agreement`) and ``description``."""
     tables = dict(by_seed)
-    if len(tables) < min_seeds:
-        return not_testable(claim, f"{len(tables)} seeds, needs >= {min_seeds}: the slope's interval is a bootstrap "
-                                   f"over seeds ({what})" + (f"; {description}" if description else ""))
+    if len(tables) < 2:
+        return not_testable(claim, f"{len(tables)} seed(s): no slope across seeds ({what})")
     groups = sorted(set.intersection(*(set(t.index) for t in tables.values())))
     if len(groups) < MIN_GROUPS:
         return not_testable(claim, f"{len(groups)} groups shared by the seeds: fewer than {MIN_GROUPS} ({what})")
@@ -120,6 +119,10 @@ def within_group_slope(claim: str, by_seed: Mapping[Any, pd.DataFrame], *, what:
     if not ss > 1e-12 * max(1.0, float((x ** 2).sum())):
         return not_testable(claim, f"identity and frequency are one thing: every seed gives each of the "
                                    f"{len(groups)} groups the same property, so a group effect absorbs it ({what}); "
+                                   + said)
+    if len(tables) < min_seeds:
+        return not_testable(claim, f"{len(tables)} seeds, needs >= {min_seeds}: the slope's interval rests on a "
+                                   f"bootstrap over seeds ({what}: slope {float(slope):+.4g} {unit} per log unit); "
                                    + said)
     rng = np.random.default_rng(seed)
     boot, redrawn = [], 0
@@ -139,9 +142,8 @@ def within_group_slope(claim: str, by_seed: Mapping[Any, pd.DataFrame], *, what:
                 f"[{low:+.4g}, {high:+.4g}] (the bootstrap sd over seeds times t with {len(tables) - 1} degrees of "
                 f"freedom; {n_boot} resamples" + (f", {redrawn} redrawn: one seed only" if redrawn
                                                                     else "") + f"); {said}")
-    return Verdict(claim, status, evidence, effect=float(slope), ci_low=low, ci_high=high, n_seeds=len(tables),
-                   p_rerun=rerun_probability_bootstrap(status, low, high, float(boot.std(ddof=1))),
-                   interval="bootstrap")
+    # a t interval over the seeds (its sd from the bootstrap): the rerun rule, p value and seeds to answer are t's
+    return Verdict(claim, status, evidence, effect=float(slope), ci_low=low, ci_high=high, n_seeds=len(tables))
 
 
 def group_correlation(claim: str, by_seed: Mapping[Any, pd.DataFrame], *, what: str, n_boot: int = N_BOOT,

@@ -389,7 +389,7 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
             words = "a bootstrap over groups: more groups, not more seeds, would answer it"
         if v.status == "not testable":  # the failed precondition, or a short reason ("no runs", "no learning")
             head = v.evidence.split(":", 1)[0]
-            words = v.precondition or (head if ":" in v.evidence and len(head) <= 30 else "")
+            words = v.precondition or (head if ":" in v.evidence and len(head) <= 40 else "")
         rows.append({**asdict(v), "p_rerun": p, "qualifier": words,
                      "outcome": outcome(v.status, v.ci_low, v.ci_high, v.paper_effect)})
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"n_seeds": "Int64", "seeds_needed": object,

@@ -23,7 +23,8 @@ import nbformat
 import pandas as pd
 from nbconvert import HTMLExporter
 
-from ..analysis.explain import MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, effect_text, glossary
+from ..analysis.explain import (MULTIPLICITY_NOTE, PRECONDITION_NOTE, SETTLED_NOTE, bottom_line, bottom_sentences,
+                               effect_text, glossary, number_format)
 from ..analysis.multiplicity import adjust, unique_rows
 from ..analysis.tables import FIGURE_METADATA
 from ..analysis.verdicts import COLUMNS, OUTCOMES, STATUSES, count_statuses
@@ -82,12 +83,12 @@ def _effect(r) -> str:  # noqa: ANN001
     if r.effect == "":
         return ""
     text = effect_text(r.effect, r.ci_low, r.ci_high)
-    digits = 2 if max(abs(x) for x in (r.effect, r.ci_low, r.ci_high) if x != "") >= 1 else 3
+    spec = number_format(r.effect, r.ci_low, r.ci_high).lstrip("+")
     seeds = [f"{int(r.n_seeds)} seed{'s' * (int(r.n_seeds) != 1)}"] if r.n_seeds != "" else []
     notes = (seeds or (["exact"] if r.ci_low != "" else [])) + ([f"paper {r.paper_effect:+.3g}"]
                                                                if r.paper_effect != "" else [])
     if r.mde != "":
-        notes.append(f"MDE {r.mde:.{digits}f}")
+        notes.append(f"MDE {r.mde:{spec}}")
     if r.seeds_needed != "":
         notes.append(f"paper's size needs {r.seeds_needed} seeds")
     return text + (f" ({'; '.join(notes)})" if notes else "")
@@ -108,11 +109,9 @@ METHOD = ("A claim's effect is signed so that positive is the paper's direction 
           "rule: docs/reports.md.")  # the index's "How to read a verdict", folded
 
 
-def _headline(bottom: str) -> str:
-    """The first sentence of a bottom line, without "Bottom line: " (the index's one line per page)."""
-    text = bottom.removeprefix("Bottom line: ")
-    head, dot, _ = text.partition(". ")
-    return head + (dot.strip() or "")
+def _headline(verdicts: pd.DataFrame) -> str:
+    """The first sentence of a page's bottom line (:func:`.explain.bottom_sentences`): the index's line per page."""
+    return (bottom_sentences(verdicts) or ["no claim."])[0]
 
 
 def _claim(r) -> str:  # noqa: ANN001
@@ -134,6 +133,12 @@ def _power_summary(verdicts: pd.DataFrame) -> str:
     mde = pd.to_numeric(verdicts["mde"], errors="coerce").dropna()
     return f"; median minimum detectable effect {mde.median():.2f} over {len(mde)} paired comparisons" \
         if len(mde) else ""
+
+
+def _tested_summary(counts: dict[str, int]) -> str:
+    """"12 supported, 7 contradicted, 39 inconclusive; 20 not testable": the tested, then the rest."""
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if s != "not testable") + \
+        f"; {counts.get('not testable', 0)} not testable"
 
 
 def _summary(counts: dict[str, int]) -> str:
@@ -280,11 +285,11 @@ def build_index(reports_dir: Path | str, names: list[str], profile: str) -> None
     repeated = len(together) - len(once) if once is not None else 0
     summary = (f"{0 if once is None else len(once)} claims, each counted once"
                + (f" ({repeated} rows repeat another row's claim, on its runs or a subset of them)" if repeated else "")
-               + f"; {tested} tested: " + _summary(count_statuses([] if once is None else once["status"]))
+               + f"; {tested} tested, " + _tested_summary(count_statuses([] if once is None else once["status"]))
                + (_settled_summary(once) if once is not None else "")
                + (f"; under Holm's adjustment: {_summary(count_statuses(s for s in holm.loc[once.index] if s))} of "
                   "the tested" if tested else ""))
-    findings = [(name, notebook_title(reports_dir / f"{name}.ipynb"), _headline(_bottom(loaded[name])))
+    findings = [(name, notebook_title(reports_dir / f"{name}.ipynb"), _headline(loaded[name]))
                 for name in names]
     outcomes = _outcome_summary(once) if once is not None else ""
     found = (f"What the replication found, profile `{profile}` ({summary}{outcomes}; each page's bottom line below, "
