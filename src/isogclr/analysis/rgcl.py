@@ -244,5 +244,6 @@ def rgcl_verdicts(table: pd.DataFrame, figure2_h: dict[str, np.ndarray], frequen
         f"tau {global_tau} (the rare anchor: {r_row['kl_p_star']} vs {r_row['kl_at_global_tau']})"))
     out.append(not_testable(
         "Fig. 3: CC3M values (CLIP's global tau 0.01, the bridge image's learned tau 0.006)",
-        "needs the paper's CC3M-trained CLIP / iSogCLR features; our construction tests the mechanism only"))
+        "at this scale: needs the paper's CC3M-trained CLIP / iSogCLR features; our construction tests the "
+        "mechanism only"))
     return out
