@@ -36,7 +36,7 @@ import torch
 from isogclr.analysis.stats import paired_differences, t_interval
 from isogclr.config.profiles import load_params
 from isogclr.io import csv_text, save_text
-from isogclr.losses.registry import build_loss
+from isogclr.losses.loss_table import build_loss
 from isogclr.train.loop import train_run
 from isogclr.train.tuning import tune_method
 

@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 @pytest.fixture(autouse=True)
 def _timing_record(tmp_path):
     """Training runs in a test write their wall-clock times to a temporary timing record, never the project's
-    timing.csv (isogclr.timing reads ISOGCLR_TIMING_CSV; subprocesses inherit it). Set without ``monkeypatch``,
+    timing.csv (isogclr.epoch_times reads ISOGCLR_TIMING_CSV; subprocesses inherit it). Set without ``monkeypatch``,
     so that a test's ``monkeypatch.undo()`` keeps it."""
     path = tmp_path / "timing.csv"
     previous = os.environ.get("ISOGCLR_TIMING_CSV")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from isogclr.analysis import cost
-from isogclr.analysis.timing import OTHER
+from isogclr.analysis.repro_timing import OTHER
 
 RATES = {"unimodal": (8.0, 6e-4, 0.05), "bimodal": (9.0, 1.2e-3, 0.01)}
 

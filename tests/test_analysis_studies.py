@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from isogclr import timing
+from isogclr import epoch_times as timing
 from isogclr.analysis.studies import collect_study, same_settings, study_curves
-from isogclr.analysis.timing import run_seconds
+
+from .timing_helpers import run_seconds
 
 
 def _fake_run(root, study, method, value, top1, tau_init=0.3):
@@ -35,7 +36,7 @@ def test_collect_study_reads_every_value_and_borrowed_points(tmp_path, smoke_par
     both = collect_study(params, "tau_init", tmp_path, extra={0.3: ("rho", 0.3)})
     assert both["value"].tolist() == [0.3, 0.7] and both["top1"].tolist() == [42.0, 45.0]
     # the curves hold no wall clock (the reports measure cost in steps and samples seen); the timing record is read
-    # by isogclr.analysis.timing only, keyed by the run's folder
+    # by isogclr.analysis.repro_timing only, keyed by the run's folder
     record = tmp_path / "timing.csv"
     timing.record(timing.run_key(tmp_path / "rho" / "isogclr-0.1-s0"),
                   [{"epoch": 2, "seconds": 0.25}, {"epoch": 1, "seconds": 0.5}], path=record)

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from isogclr.analysis.testbed import (
+    REFERENCE_ROWS,
     before_after,
     position,
     reference_rows,
     status_counts,
     thresholds,
-    with_reference_rows,
 )
+
+
+def with_reference_rows(table: pd.DataFrame, references: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``table`` (methods as rows, datasets as ``columns``) with the reference rows appended below, labelled."""
+    extra = pd.DataFrame({row: {c: references.loc[c, row] for c in columns if c in references.index}
+                          for row in REFERENCE_ROWS}).T
+    return pd.concat([table, extra.reindex(columns=list(table.columns))])
 
 
 def _write(path, payload):

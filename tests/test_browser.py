@@ -190,7 +190,7 @@ FIXTURE = '''# %% [markdown]
 reports_dir = "reports"
 
 # %%
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()
 import matplotlib.pyplot as plt
@@ -222,8 +222,8 @@ write_verdicts([Verdict("the fixture's claim", STATUSES[-1], "nothing to test")]
 def fixture_reports(tmp_path_factory) -> Path:
     """A repository-shaped folder whose reports/ holds one executed fixture report, its HTML page and the index."""
     from isogclr.reports.index import build_index
-    from isogclr.reports.notebook import execute_report
-    from isogclr.reports.notebooks import build_notebooks
+    from isogclr.reports.notebook_build import build_notebooks
+    from isogclr.reports.notebook_run import execute_report
 
     repo = tmp_path_factory.mktemp("repo")
     (repo / "params.yaml").write_text("profile: fixture\n")

@@ -14,8 +14,8 @@ from isogclr.config.validate import _dataset_missing
 from isogclr.data import manifest
 from isogclr.data.base import DATASETS, STREAMS
 from isogclr.dataset_specs import GENERATED, SPECS, DatasetSpec, _by_name, long_tailed, source
+from isogclr.import_table import Registry
 from isogclr.pipeline_stages import data_deps, data_stage
-from isogclr.registry import Registry
 
 from .conftest import ROOT, printed_by
 

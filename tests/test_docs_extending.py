@@ -55,12 +55,12 @@ def perform(repo: Path, action: str, arg: str, body: str, env: dict[str, str]) -
 def test_the_markers_cover_the_four_tutorials():
     actions = [(a, arg) for a, arg, _ in steps(DOC.read_text())]
     assert ("file", "src/isogclr/losses/align_uniform.py") in actions
-    assert ("insert", r"src/isogclr/losses/registry.py after ^UNIMODAL = \{") in actions  # its line in the table
+    assert ("insert", r"src/isogclr/losses/loss_table.py after ^UNIMODAL = \{") in actions  # its line in the table
     assert ("insert", "src/isogclr/losses/__init__.py after ^if TYPE_CHECKING:") in actions  # its IDE import
     assert ("insert", r"src/isogclr/dataset_specs.py after ^SPECS: dict\[str, DatasetSpec\] = _by_name\(") in actions
     assert ("append", "profiles/mini.yaml") in actions and sum(a == "run" for a, _ in actions) >= 6
     assert ("file", "notebooks/src/align_t.py") in actions  # a claim: its report notebook and registry line
-    assert ("insert", r"src/isogclr/reports/registry.py after ^REPORTS: dict\[str, Report\] = \{") in actions
+    assert ("insert", r"src/isogclr/reports/report_table.py after ^REPORTS: dict\[str, Report\] = \{") in actions
 
 
 @pytest.mark.slow

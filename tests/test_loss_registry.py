@@ -11,7 +11,7 @@ from torch import nn
 
 from isogclr.losses import BIMODAL_LOSSES, LOSSES, MODALITY, UNIMODAL_LOSSES, build_loss, losses_of, register_loss
 from isogclr.losses.base import ContrastiveLoss
-from isogclr.losses.registry import BIMODAL, UNIMODAL, ModalityT
+from isogclr.losses.loss_table import BIMODAL, UNIMODAL, ModalityT
 
 from .conftest import printed_by
 
@@ -81,7 +81,7 @@ def test_bad_modality_and_missing_attribute_are_errors():
 def test_the_tables_name_each_loss_by_its_module_and_modality():
     """Every line is ``"<name>": "isogclr.losses.<name>:<Class>"``, its class declares the table's modality, and
     every module of the package with a registered class has its line."""
-    import isogclr.losses.registry as reg
+    import isogclr.losses.loss_table as reg
 
     assert not set(UNIMODAL) & set(BIMODAL) and list(LOSSES) == sorted({**UNIMODAL, **BIMODAL})
     for name in LOSSES:
@@ -90,7 +90,7 @@ def test_the_tables_name_each_loss_by_its_module_and_modality():
     with pytest.raises(ValueError, match=r"SimCLRLoss \(isogclr.losses.simclr\) is not in the table of bimodal"):
         register_loss("bimodal")(LOSSES["simclr"])
     files = {p.stem for p in Path(reg.__file__).parent.glob("*.py")}
-    assert set(LOSSES) <= files and {"base", "two_views", "registry", "numerics"} & set(LOSSES) == set()
+    assert set(LOSSES) <= files and {"base", "two_views", "loss_table", "numerics"} & set(LOSSES) == set()
     decorated = {p.stem for p in Path(reg.__file__).parent.glob("*.py") if "\n@register_loss(" in p.read_text()}
     assert decorated == set(LOSSES)
 
@@ -148,7 +148,7 @@ def test_importing_the_package_imports_no_loss_and_building_one_imports_its_modu
             "L.build_loss('simclr', 4); after = {m for m in sys.modules if m.startswith('isogclr.losses.')}\n"
             "print(sorted(before)); print(sorted(after - before))")
     out = printed_by(code).split("\n")
-    assert out[0] == str(["isogclr.losses.base", "isogclr.losses.numerics", "isogclr.losses.registry"])
+    assert out[0] == str(["isogclr.losses.base", "isogclr.losses.loss_table", "isogclr.losses.numerics"])
     assert out[1] == str(["isogclr.losses.simclr", "isogclr.losses.two_views"])
     from isogclr.losses.cyclip import CyCLIPLoss
 

@@ -9,8 +9,8 @@ import os
 import jupytext
 import pytest
 
-from isogclr.reports.notebook import project_root, setup_report, strip_execution_metadata, typed_parameters
-from isogclr.reports.notebooks import build_notebooks
+from isogclr.reports.notebook_build import build_notebooks
+from isogclr.reports.notebook_run import project_root, setup_report, strip_execution_metadata, typed_parameters
 
 from .conftest import ROOT
 
@@ -84,7 +84,7 @@ def test_papermill_injected_cell_gets_a_fixed_id(tmp_path):
     parameters cell a random id, which is replaced."""
     import nbformat
 
-    from isogclr.reports.notebook import execute_report
+    from isogclr.reports.notebook_run import execute_report
 
     source = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
                                              nbformat.v4.new_code_cell("print(x)")],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
+from typing import Any
 
 import pytest
 import yaml
@@ -12,11 +13,18 @@ from isogclr.code_deps import module_closure, notebook_modules
 from isogclr.config.profiles import load_params
 from isogclr.config.typed import ConfigError
 from isogclr.data.base import DATASETS
-from isogclr.losses.registry import LOSSES, losses_of
+from isogclr.losses.loss_table import LOSSES, losses_of
 from isogclr.pipeline import BIMODAL_ENTRY, TRAIN_ENTRY, build_pipeline, main
-from isogclr.pipeline_stages import stage_deps
 
 from .conftest import ROOT
+
+
+def stage_deps(stage: dict[str, Any], key: str | None = None) -> list[str]:
+    """The deps of a generated stage: of its item ``key`` when it is per method (a ``foreach``), else of every run."""
+    if "foreach" not in stage:
+        return stage["deps"]
+    items = [stage["foreach"][key]] if key is not None else stage["foreach"].values()
+    return sorted({d.replace("${item.loss}", item["loss"]) for item in items for d in stage["do"]["deps"]})
 
 
 @pytest.fixture(scope="module")

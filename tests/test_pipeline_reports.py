@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from isogclr.reports.registry import REPORTS
+from isogclr.reports.report_table import REPORTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ def test_the_source_scan_finds_every_call_in_order(tmp_path):
 def test_a_reports_declared_outputs_are_what_its_notebook_writes(name):
     tables, figures = written(name)
     assert (list(REPORTS[name].tables), list(REPORTS[name].figures)) == (tables, figures), (
-        f"reports/registry.py: {name}'s tables= and figures= must list what notebooks/src/{name}.py writes")
+        f"reports/report_table.py: {name}'s tables= and figures= must list what notebooks/src/{name}.py writes")
 
 
 def test_every_committed_table_and_figure_belongs_to_exactly_one_report():
@@ -135,7 +135,7 @@ def test_every_training_stage_of_the_record_is_quoted_by_a_report():
     training, and every page's families are in the record, so no page's CPU minutes leave out or invent a stage."""
     import csv
 
-    from isogclr.reports.registry import STAGE_RECORD
+    from isogclr.reports.stage_minutes import STAGE_RECORD
 
     with open(ROOT / STAGE_RECORD.path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -147,7 +147,7 @@ def test_every_training_stage_of_the_record_is_quoted_by_a_report():
 
 def test_training_minutes_sum_the_pages_stages_of_the_records_profile_only(tmp_path, monkeypatch):
     from isogclr.analysis.explain import minutes_clause, scale_sentence
-    from isogclr.reports import registry
+    from isogclr.reports import report_table, stage_minutes
 
     record = tmp_path / "repro_stages_abc1234.csv"
     record.write_text("stage,start_s,end_s,seconds,ok,family,runs\n"
@@ -155,20 +155,21 @@ def test_training_minutes_sum_the_pages_stages_of_the_records_profile_only(tmp_p
                       "pipelines/study_tau/dvc.yaml:study_tau@0,0,30,30.0,1,study_tau,6\n"
                       "pipelines/study_tau/dvc.yaml:study_tau@1,30,60,30.0,1,study_tau,6\n"
                       "ablations,60,90,30.0,1,ablations,0\n")
-    monkeypatch.setattr(registry, "STAGE_RECORD", registry.StageRecord(str(record), "mini"))
-    monkeypatch.setitem(registry.REPORTS, "r", registry.Report("r", {}, trains=("study_rho", "study_tau")))
-    assert registry.training_minutes("r", {"profile": "mini"}) == pytest.approx(2.0)  # 60 + 30 + 30 s, not the report
-    assert registry.training_minutes("r", {"profile": "smoke"}) is None  # not the runs the record timed
-    assert registry.timed("r", {"profile": "smoke"}) == {"minutes": None, "commit": "abc1234"}
-    monkeypatch.setitem(registry.REPORTS, "q", registry.Report("q", {}, trains=("study_gamma",)))
+    monkeypatch.setattr(stage_minutes, "STAGE_RECORD", stage_minutes.StageRecord(str(record), "mini"))
+    monkeypatch.setitem(report_table.REPORTS, "r", report_table.Report("r", {}, trains=("study_rho", "study_tau")))
+    minutes = stage_minutes.training_minutes("r", {"profile": "mini"})
+    assert minutes == pytest.approx(2.0)  # 60 + 30 + 30 s, not the report
+    assert stage_minutes.training_minutes("r", {"profile": "smoke"}) is None  # not the runs the record timed
+    assert stage_minutes.timed("r", {"profile": "smoke"}) == {"minutes": None, "commit": "abc1234"}
+    monkeypatch.setitem(report_table.REPORTS, "q", report_table.Report("q", {}, trains=("study_gamma",)))
     with pytest.raises(ValueError, match="study_gamma"):
-        registry.training_minutes("q", {"profile": "mini"})
+        stage_minutes.training_minutes("q", {"profile": "mini"})
     assert minutes_clause(None) == ""
     assert minutes_clause(2.0, "abc1234").startswith("; 2.0 CPU minutes of training (its training stages in the "
                                                      "forced repro of abc1234")
     assert "; 63 CPU minutes" in minutes_clause(63.385)
     params = {"model": {"encoder": {"arch": "resnet10", "width": 16}},
               "data": {"synthetic": {"per_class": {10: [100, 20]}, "image_size": 16}}}
-    sentence = scale_sentence(params, {"synth10": 3}, 3, **registry.timed("r", {"profile": "mini"}))
+    sentence = scale_sentence(params, {"synth10": 3}, 3, **stage_minutes.timed("r", {"profile": "mini"}))
     assert sentence.endswith("3 seeds; 2.0 CPU minutes of training (its training stages in the forced repro of "
                              "abc1234 that made these runs, two at a time on 2 cores).")

@@ -1,4 +1,4 @@
-"""The one registry kind (isogclr.registry): every entry of every registry imports, and names are checked."""
+"""The one registry kind (isogclr.import_table): every entry of every registry imports, and names are checked."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from isogclr.data.base import DATASETS, STREAMS
 from isogclr.data.manifest import GENERATORS
-from isogclr.losses.registry import LOSSES
-from isogclr.registry import Registry
+from isogclr.import_table import Registry
+from isogclr.losses.loss_table import LOSSES
 
 from .conftest import printed_by
 
@@ -56,4 +56,4 @@ def test_no_module_but_the_registry_imports_by_name():
     src = Path(__file__).resolve().parents[1] / "src" / "isogclr"
     users = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
                    if "import_module(" in p.read_text() or "__import__(" in p.read_text())
-    assert users == ["registry.py"], users
+    assert users == ["import_table.py"], users

@@ -54,7 +54,7 @@ def test_a_report_notebook_reads_no_clock(script):
         if isinstance(node, ast.ImportFrom):
             module = node.module or ""
             assert module.split(".")[0] not in CLOCK_MODULES, ast.unparse(node)
-            assert module not in ("isogclr.timing", "isogclr.analysis.timing"), ast.unparse(node)
+            assert module not in ("isogclr.epoch_times", "isogclr.analysis.repro_timing"), ast.unparse(node)
             assert not (module == "isogclr" and {a.name for a in node.names} & {"timing"}), ast.unparse(node)
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             assert "timing.csv" not in node.value, node.value

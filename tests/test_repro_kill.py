@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isogclr import timing
+from isogclr import epoch_times as timing
 from isogclr.locks import BrokenLockError, repair_locks
 
 DVC = str(Path(sys.executable).parent / "dvc")

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from isogclr import io, timing
+from isogclr import epoch_times as timing
+from isogclr import io
 
 
 def test_record_replaces_a_runs_rows_and_reads_back(tmp_path):
@@ -92,7 +93,7 @@ def test_two_processes_recording_at_once_lose_no_row(tmp_path):
 
 
 def test_importable_without_pandas():
-    code = ("import sys; sys.modules['pandas'] = None; import isogclr.timing as t; "
+    code = ("import sys; sys.modules['pandas'] = None; import isogclr.epoch_times as t; "
             "assert t.read('missing.csv') == []")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -158,7 +159,7 @@ def test_prune_drops_only_the_runs_that_no_longer_exist(tmp_path):
 
 
 def test_timing_report_groups_the_stage_log_by_claim(tmp_path):
-    from isogclr.analysis.timing import claim_group, write_timing_report
+    from isogclr.analysis.repro_timing import claim_group, write_timing_report
 
     log = tmp_path / "repro_stages.csv"
     log.write_text("stage,start_s,end_s,seconds,ok,family,runs\n"

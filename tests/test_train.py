@@ -17,7 +17,8 @@ import timm
 import torch
 import yaml
 
-from isogclr import machine, timing
+from isogclr import epoch_times as timing
+from isogclr import machine
 from isogclr.config.core import run_config
 from isogclr.config.typed import ConfigError
 from isogclr.models import EncoderConfig, build_encoder

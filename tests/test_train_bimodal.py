@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from isogclr import machine, timing
+from isogclr import epoch_times as timing
+from isogclr import machine
 from isogclr.config.bimodal import bimodal_run_config
 from isogclr.config.typed import ConfigError
 from isogclr.config.validate import validate_params

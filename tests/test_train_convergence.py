@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from isogclr import timing
+from isogclr import epoch_times as timing
 from isogclr.config.convergence import ConvergenceConfig
 from isogclr.config.typed import ConfigError
 from isogclr.data import load_dataset
@@ -167,8 +167,9 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     pd.testing.assert_frame_equal(both[both.seed == 3].reset_index(drop=True), alone)
     assert not np.allclose(both[both.seed == 0].objective.to_numpy(), alone.objective.to_numpy())
     # the times: in the timing record, one row per epoch of every run, read back for the report
-    from isogclr import timing
-    from isogclr.analysis.timing import convergence_seconds
+    from isogclr import epoch_times as timing
+
+    from .timing_helpers import convergence_seconds
 
     record = [r for r in timing.read(_timing_record) if r["run"].startswith(timing.run_key(out))]
     assert sorted({r["run"] for r in record}) == [timing.run_key(out / f"{m}-A2-s{s}")

@@ -38,7 +38,7 @@ reports_dir = "reports"
 import json
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
@@ -52,7 +52,7 @@ from isogclr.analysis.verdicts import Verdict, with_runs, write_verdicts
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import method_settings, profile_name
 from isogclr.config.studies import pretraining_epochs, study_spec
-from isogclr.reports.registry import timed
+from isogclr.reports.stage_minutes import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

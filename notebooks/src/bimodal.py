@@ -49,7 +49,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
@@ -79,7 +79,7 @@ from isogclr.config.bimodal import (
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import method_settings, profile_name
 from isogclr.config.tuning import tuning_spec
-from isogclr.reports.registry import timed
+from isogclr.reports.stage_minutes import timed
 from isogclr.data.manifest import ensure_tracked
 
 params = load_params(params_path)

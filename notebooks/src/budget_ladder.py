@@ -31,7 +31,7 @@ reports_dir = "reports"
 # %%
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
@@ -64,7 +64,7 @@ from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec
 from isogclr.config.studies import study_spec
 from isogclr.config.tuning import tuning_spec
-from isogclr.reports.registry import timed
+from isogclr.reports.stage_minutes import timed
 
 params = load_params(params_path)
 BETTER, RIVALS = "isogclr", ("simclr", "sogclr")

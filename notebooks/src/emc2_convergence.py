@@ -52,7 +52,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
@@ -63,7 +63,7 @@ from isogclr.analysis.explain import minutes_clause
 from isogclr.analysis.tables import save_figure, write_table
 from isogclr.analysis.verdicts import write_verdicts
 from isogclr.config.profiles import load_params
-from isogclr.reports.registry import timed
+from isogclr.reports.stage_minutes import timed
 
 cfg = SimpleNamespace(**json.loads((Path(runs_dir) / "config.json").read_text()))  # the study's resolved settings
 FRESH_VIEWS = cfg.fresh_views  # num_augmentations of the EMC2 run with fresh views every step

@@ -40,7 +40,7 @@ perplexity = 30.0
 # %%
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt
@@ -64,7 +64,7 @@ from isogclr.config.core import run_id
 from isogclr.config.profiles import load_params
 from isogclr.config.sections import profile_name, table_spec, temperature_spec
 from isogclr.config.studies import pretraining_epochs
-from isogclr.reports.registry import timed
+from isogclr.reports.stage_minutes import timed
 
 params = load_params(params_path)
 profile = profile_name(params)

@@ -48,7 +48,7 @@ seed = 0
 # %%
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 print("Scale: exact computations (the RGCL optimum by a closed form and by two solvers), no training, no seeds.")

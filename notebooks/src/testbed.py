@@ -42,7 +42,7 @@ table1_mde_cap = 3.5  # Table 1's median MDE over its generated-set comparisons 
 import json
 from pathlib import Path
 
-from isogclr.reports.notebook import setup_report
+from isogclr.reports.notebook_run import setup_report
 
 setup_report()  # cwd: the repository root, found from any folder; whole table cells; figures shown inline
 import matplotlib.pyplot as plt

@@ -87,7 +87,7 @@ def run_modules(params: dict[str, Any], methods: list[str] | tuple[str, ...],
     Validation of the whole params.yaml (every command's first step) also builds each method's loss once to
     check its arguments; that can refuse a run but not change its numbers, so it adds no dependency."""
     from .data.base import DATASETS, STREAMS
-    from .losses.registry import LOSSES
+    from .losses.loss_table import LOSSES
 
     losses = {((params.get("methods") or {}).get(m) or {}).get("loss", m) for m in methods}
     streams = {STREAMS.module_of(d) for d in datasets if d in STREAMS}
@@ -110,7 +110,7 @@ def by_method(params: dict[str, Any], methods: list[str] | tuple[str, ...],
     module leaves the other methods' runs up to date. The helpers of several losses (``losses/gram.py``, ...) are
     shared. None when a method's loss module is in another method's closure (``isogclr_bimodal`` builds on
     ``sogclr_bimodal``): such a family keeps one list, the union of its methods' closures."""
-    from .losses.registry import LOSSES
+    from .losses.loss_table import LOSSES
 
     own = {m: f"{SRC.as_posix()}/{LOSSES.module_of(((params.get('methods') or {}).get(m) or {}).get('loss', m))}"
               .replace(".", "/") + ".py" for m in methods}

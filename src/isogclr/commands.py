@@ -203,7 +203,7 @@ def cmd_train_bimodal(args: argparse.Namespace) -> int:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    from .reports.notebooks import build_notebooks
+    from .reports.notebook_build import build_notebooks
 
     stale = build_notebooks(Path(args.source), Path(args.dest), check=args.check)
     if args.check and stale:
@@ -214,8 +214,8 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .io import read_text
-    from .reports.notebook import execute_report, typed_parameters
-    from .reports.notebooks import notebook_text
+    from .reports.notebook_build import notebook_text
+    from .reports.notebook_run import execute_report, typed_parameters
     from .reports.runfiles import RunFileError, check_report
 
     notebook, source = Path(args.notebooks) / f"{args.name}.ipynb", Path(args.notebooks) / "src" / f"{args.name}.py"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .registry import Registry
+from .import_table import Registry
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ class DatasetSpec:
     counterpart: str | None = None  # the paper's dataset it stands in for (same role: balanced / long-tailed, C)
     balanced: str | None = None  # a long-tailed set: the balanced set whose training split it subsets
     imbalance_ratio: float | None = None  # and the ratio of its head class to its tail class
+    classes: int | None = None  # its number of classes, where a section of params.yaml is keyed by it
+    # its generator writes a validation split when its count in data.<generator>.per_class has a third entry
+    validation_split: bool = False
 
     def __post_init__(self) -> None:
         if self.balanced is None and (self.loader is None or self.imbalance_ratio is not None):
@@ -74,6 +77,7 @@ class Generator:
     needs_root: bool = False  # the function reads source files under the data root (Fashion-MNIST)
     counterparts: tuple[tuple[str, str], ...] = ()  # its evaluation sets -> the paper's datasets they stand in for
     shares: str = ""  # another generated folder whose params section it reads (a variant of the same spec)
+    spec_type: str = ""  # "module:Class": the dataclass its own params section is read into (by validate)
 
     @property
     def command(self) -> str:
@@ -114,19 +118,21 @@ def _by_name(*entries: Any) -> dict[str, Any]:
 GENERATED: dict[str, Generator] = _by_name(
     Generator("synthetic", "isogclr.data.synthetic:write_synthetic",
               "isogclr.config.datasets:synthetic_spec",
-              "generate the synthetic image datasets (data.synthetic)"),
+              "generate the synthetic image datasets (data.synthetic)",
+              spec_type="isogclr.data.synthetic:SyntheticSpec"),
     Generator("synthetic_pairs", "isogclr.data.synthetic_pairs:write_synthetic_pairs",
               "isogclr.config.bimodal:pair_spec",
               "generate image-text pairs, retrieval and zero-shot sets (data.synthetic_pairs)",
               counterparts=(("retrieval_a", "MSCOCO"), ("retrieval_b", "Flickr30K"), ("synth10", "CIFAR10"),
-                            ("synth100", "CIFAR100"))),
+                            ("synth100", "CIFAR100")), spec_type="isogclr.data.synthetic_pairs:PairSpec"),
     # the same spec with a cluster = an object (the other attributes free): frequency counts semantic neighbours
     Generator("synthetic_pairs_objects", "isogclr.data.synthetic_pairs:write_object_pairs",
               "isogclr.config.bimodal:pair_spec",
               "generate the object variant of the image-text pairs (data.synthetic_pairs)", shares="synthetic_pairs"),
     Generator("fashion_mnist_mini", "isogclr.data.fashion_mnist:write_fashion_mnist_mini",
               "isogclr.config.datasets:fashion_mnist_mini_spec",
-              "write the mini Fashion-MNIST subset as an image folder (data.fashion_mnist_mini)", needs_root=True),
+              "write the mini Fashion-MNIST subset as an image folder (data.fashion_mnist_mini)", needs_root=True,
+              spec_type="isogclr.data.fashion_mnist:FashionMnistMiniSpec"),
 )
 
 # the datasets, by name (the order of `sorted`)
@@ -152,9 +158,11 @@ SPECS: dict[str, DatasetSpec] = _by_name(
                 counterpart="iNaturalist"),
     DatasetSpec("stl10", "isogclr.data.stl10:load_stl10_unlabeled", missing="isogclr.data.stl10:missing_stl10"),
     DatasetSpec("stl10_labeled", "isogclr.data.stl10:load_stl10_labeled", missing="isogclr.data.stl10:missing_stl10"),
-    DatasetSpec("synth10", "isogclr.data.synthetic:load_synth10", generator="synthetic", counterpart="CIFAR10"),
+    DatasetSpec("synth10", "isogclr.data.synthetic:load_synth10", generator="synthetic", counterpart="CIFAR10",
+                classes=10, validation_split=True),
     long_tailed("synth10_lt", "synth10", "CIFAR10-LT"),
-    DatasetSpec("synth100", "isogclr.data.synthetic:load_synth100", generator="synthetic", counterpart="CIFAR100"),
+    DatasetSpec("synth100", "isogclr.data.synthetic:load_synth100", generator="synthetic", counterpart="CIFAR100",
+                classes=100, validation_split=True),
     long_tailed("synth100_lt", "synth100", "CIFAR100-LT"),
 )
 

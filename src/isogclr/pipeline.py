@@ -19,7 +19,7 @@ What it writes, one stage family per kind of work:
 * one stage per one-knob study, all from one template (``study_<name>``: ``studies.<name>`` or
   ``bimodal_studies.<name>`` of params.yaml); the report named by the study's ``report`` key reads it;
 * the convergence study's runs (``emc2_convergence_runs``);
-* one papermill stage per report (:data:`isogclr.reports.registry.REPORTS`), and the index.
+* one papermill stage per report (:data:`isogclr.reports.report_table.REPORTS`), and the index.
 
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
@@ -61,7 +61,7 @@ from .pipeline_stages import (
     study_stage,
     tune_stage,
 )
-from .reports.registry import REPORTS
+from .reports.report_table import REPORTS
 
 # The modules each kind of stage runs (its entry points: the trainer and the config readers its command calls);
 # everything they import follows. The validation of the whole params.yaml (isogclr.config.validate) is left out:

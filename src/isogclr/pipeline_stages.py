@@ -10,9 +10,10 @@ from typing import Any
 
 from .code_deps import module_closure, notebook_modules
 from .dataset_specs import GENERATED, Generator, source
-from .reports.registry import STAGE_RECORD, Report
+from .reports.report_table import Report
+from .reports.stage_minutes import STAGE_RECORD
 
-REPORT_ENTRY = ("isogclr.reports.notebook", "isogclr.reports.notebooks")  # `python -m isogclr report <name>`
+REPORT_ENTRY = ("isogclr.reports.notebook_run", "isogclr.reports.notebook_build")  # `python -m isogclr report <name>`
 RUN_PARAMS = ("data.root", "data.long_tailed_order", "methods.${item.method}", "model", "augment", "train", "probe")
 BIMODAL_PARAMS = ("methods.${item.method}", "bimodal")
 # sections whose first seeds' encoders and features are exported (artifacts/encoder.pt, features.pt), and how many:
@@ -158,14 +159,6 @@ def foreach_by_method(stage: dict[str, Any], axes: dict[str, list], own: dict[st
     do = {key: value for key, value in stage.items() if key != "matrix"}
     do["deps"] = [d for d in stage["deps"] if d not in own.values()] + ["${item.loss}"]
     return {"foreach": items, "do": do}
-
-
-def stage_deps(stage: dict[str, Any], key: str | None = None) -> list[str]:
-    """The deps of a generated stage: of its item ``key`` when it is per method (a ``foreach``), else of every run."""
-    if "foreach" not in stage:
-        return stage["deps"]
-    items = [stage["foreach"][key]] if key is not None else stage["foreach"].values()
-    return sorted({d.replace("${item.loss}", item["loss"]) for item in items for d in stage["do"]["deps"]})
 
 
 def report_stage(name: str, report: Report, studies: list[tuple[str, str]], root: Path,

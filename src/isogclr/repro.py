@@ -26,9 +26,9 @@ How it works, using only what DVC provides:
 * With ``force`` (``--force``, ``make repro FORCE=1``) every stage runs, up to date or not, each as
   ``dvc repro --single-item --force <stage>``: the way to verify the replication from scratch.
 * After a full repro (every stage ran), each stage's wall time goes to ``reports/repro_stages.csv`` and,
-  grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.timing.write_timing_report`), and the machine
-  that ran them to ``reports/repro_machine.json`` (:func:`isogclr.machine.describe`: a forced repro on another CPU
-  type is a new draw of training noise, so the record says which machine made the runs); after a
+  grouped by claim, to ``reports/timing.md`` (:func:`isogclr.analysis.repro_timing.write_timing_report`), and the
+  machine that ran them to ``reports/repro_machine.json`` (:func:`isogclr.machine.describe`: a forced repro on
+  another CPU type is a new draw of training noise, so the record says which machine made the runs); after a
   successful repro the timing record ``timing.csv`` drops the rows of runs the pipeline no longer has
   (:func:`live_run`), and the run folders no stage declares any more are listed with the command that removes
   them (:func:`orphan_runs`; nothing is deleted).
@@ -208,7 +208,7 @@ def write_stage_log(times: list[dict], outputs: Mapping[str, list[str]], root: P
     beside them, ``reports/repro_machine.json``, the machine that ran the stages (a sidecar: the CSV's columns and
     readers stay as they were)."""
     from . import machine
-    from .analysis.timing import write_timing_report
+    from .analysis.repro_timing import write_timing_report
     from .io import csv_text, save_text
 
     rows = [{**t, "family": stage_family(t["stage"]), "runs": _runs(outputs.get(t["stage"], []), root)}
@@ -233,7 +233,7 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
     ``dvc.yaml`` is first regenerated from ``params.yaml`` (:mod:`isogclr.pipeline`), so a profile copied
     over params.yaml or a new study block runs with its own stages.
     """
-    from . import timing
+    from . import epoch_times
     from .locks import BrokenLockError, repair_locks, restore_committed
     from .pipeline import main as write_pipeline
 
@@ -270,10 +270,11 @@ def repro(root: Path, jobs: int, force: bool = False) -> int:
     code = subprocess.run([*dvc, "repro"], cwd=root, env=env).returncode
     if code == 0:
         live = {o for outs in outputs.values() for o in outs}
-        record = timing.default_path() if os.environ.get(timing.ENV) else root / timing.FILENAME
-        dropped = timing.prune(lambda key: live_run(key, live, root), record)
+        record = epoch_times.default_path() if os.environ.get(epoch_times.ENV) else root / epoch_times.FILENAME
+        dropped = epoch_times.prune(lambda key: live_run(key, live, root), record)
         if dropped:
-            print(f"{timing.FILENAME}: dropped the rows of {len(dropped)} runs the pipeline no longer has", flush=True)
+            print(f"{epoch_times.FILENAME}: dropped the rows of {len(dropped)} runs the pipeline no longer has",
+                  flush=True)
         orphans = orphan_runs(root, live)
         if orphans:
             print(f"{len(orphans)} run folders are no stage's output any more (a run or study the params no longer "

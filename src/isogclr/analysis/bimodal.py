@@ -283,9 +283,8 @@ def table4_verdicts(budgets: pd.DataFrame, cells: Sequence[tuple[str, str]], pap
     "CLIP loses accuracy from the short to the long budget, SogCLR does not" (both parts paired by seed,
     :func:`~isogclr.analysis.verdicts.combine`). ``paper4``: the transcribed table (method, batch_size, epochs,
     top1); its batch-128 rows at 30 and 60 epochs are the paper's effects. ``logs`` (the central runs' training
-    logs): the second claim requires :func:`clip_saturated` at the short budget. ``sources`` (epochs -> the runs of
-    that budget, e.g. {8: "studies/bimodal_epochs", 16: "runs_bimodal"}): each row names the budgets it reads
-    (``Verdict.runs``), since one of them is not the page's main runs."""
+    logs): the second claim requires :func:`clip_saturated` at the short budget. ``sources`` (epochs -> the runs
+    of that budget): each row names the budgets it reads (``Verdict.runs``)."""
     if not {"sogclr_bimodal", "clip"} <= set(budgets.method):
         return []
     floors = floors or {}

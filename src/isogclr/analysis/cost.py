@@ -14,7 +14,7 @@ its batch, so a small batch costs more per sample). The three rates of a kind ar
 on one machine, two at a time), their runs read from the plan of the same params. Stages that train nothing of
 the plan (the data, the no-learning probes, the EMC2 convergence study, the reports) keep their recorded seconds.
 
-:func:`project` prices a plan with those rates: per claim group (:func:`isogclr.analysis.timing.claim_group`),
+:func:`project` prices a plan with those rates: per claim group (:func:`isogclr.analysis.repro_timing.claim_group`),
 the runs, steps, stage-minutes and wall minutes at ``slots`` stages at a time. The projection is a model; the
 schedule a forced repro prints (``reports/timing.md``) is the measurement. ``python -m isogclr plan --cost`` prints
 it for a params file.
@@ -36,7 +36,7 @@ from ..config.bimodal import BimodalRunConfig
 from ..config.plan import PlannedRun, plan
 from ..data.base import load_dataset
 from ..data.splits import validation_positions
-from .timing import claim_group
+from .repro_timing import claim_group
 
 KINDS = ("unimodal", "bimodal")
 RATES = ("overhead", "per_sample", "per_step")  # seconds per run, per sample, per step

@@ -142,8 +142,8 @@ def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
     data = params.get("data") or {}
     long_tailed = SPECS[dataset] if dataset in SPECS and SPECS[dataset].balanced else None
     base = dataset if long_tailed is None else long_tailed.balanced
-    if base.startswith("synth"):
-        classes = int(base.removeprefix("synth"))
+    if base in SPECS and SPECS[base].classes is not None:  # a generated set keyed by its class count
+        classes = SPECS[base].classes
         per_class, side = int(data["synthetic"]["per_class"][classes][0]), int(data["synthetic"]["image_size"])
     elif base == "fashion_mnist_mini":
         classes, per_class = 10, int(data["fashion_mnist_mini"]["per_class"][0])
@@ -158,7 +158,7 @@ def train_images(params: dict, dataset: str) -> tuple[int, int, int]:
 
 def minutes_clause(minutes: float | None, commit: str = "") -> str:
     """"; N CPU minutes of training (...)" for a sentence of scale: ``minutes`` the wall minutes of the page's
-    training stages in the forced repro at ``commit`` that made its runs (:func:`isogclr.reports.registry.
+    training stages in the forced repro at ``commit`` that made its runs (:func:`isogclr.reports.stage_minutes.
     training_minutes`), two stages at a time on 2 cores, so about one core each; "" when None (not timed)."""
     if minutes is None:
         return ""

@@ -3,8 +3,8 @@
 A study run lives in ``studies/<study>/<method>-<value>-s<seed>/`` (:func:`isogclr.config.studies.study_run_dir`)
 with ``metrics.json`` and ``train_log.csv``; learned temperatures are in ``artifacts/tau.csv``.
 A missing run is an error naming the command that produces it: a table must come from runs.
-Nothing read here holds wall clock: the runs' times are in the timing record ``timing.csv`` (:mod:`isogclr.timing`),
-which no report shows (a report's bytes must not depend on the machine that reran it).
+Nothing read here holds wall clock: the runs' times are in the timing record ``timing.csv``
+(:mod:`isogclr.epoch_times`), which no report shows (a report's bytes must not depend on the machine that reran it).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def study_curves(params: dict[str, Any], study: str, root: Path | str = "studies
 
     Columns: method, value, seed, epoch, step, samples_seen, loss and, where the study sets ``train.eval_every``,
     knn1_top1 (1-NN test accuracy; NaN on epochs without evaluation). A log with a column of seconds or samples/s
-    is refused (a run's files hold no wall clock: :mod:`isogclr.timing`).
+    is refused (a run's files hold no wall clock: :mod:`isogclr.epoch_times`).
     """
     frames = []
     for method, value, seed, path in _points(params, study, root, extra):

@@ -93,12 +93,12 @@ def write_table(table: pd.DataFrame, stem: Path | str, caption: str) -> None:
     """``<stem>.md`` (caption + markdown table, a missing value shown as ``—``) and ``<stem>.csv``, atomically.
 
     A tracked table holds no wall clock (a rerun with the same results must write the same bytes): a column
-    of seconds or samples/s is refused; show times from the timing record (:mod:`isogclr.analysis.timing`)
+    of seconds or samples/s is refused; show times from the timing record (:mod:`isogclr.epoch_times`)
     in the notebook instead."""
     clock = [c for c in [*table.columns, *table.index.names] if c and ("seconds" in str(c) or "per_s" in str(c))]
     if clock:
         raise ValueError(f"{stem}: the table has wall-clock column(s) {clock}: tracked tables hold no wall clock; "
-                         "show the times from the timing record (isogclr.analysis.timing) in the notebook, outside "
+                         "show the times from the timing record (isogclr.epoch_times.read) in the notebook, outside "
                          "the table")
     stem = Path(stem)
     save_text(f"{caption}\n\n{table.to_markdown(missingval=MISSING)}\n", stem.with_suffix(".md"))

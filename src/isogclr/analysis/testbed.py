@@ -77,13 +77,6 @@ def thresholds(method_top1: Mapping[str, float], references: pd.DataFrame,
     return pd.DataFrame(rows).set_index("dataset")
 
 
-def with_reference_rows(table: pd.DataFrame, references: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
-    """``table`` (methods as rows, datasets as ``columns``) with the reference rows appended below, labelled."""
-    extra = pd.DataFrame({row: {c: references.loc[c, row] for c in columns if c in references.index}
-                          for row in REFERENCE_ROWS}).T
-    return pd.concat([table, extra.reindex(columns=list(table.columns))])
-
-
 def before_after(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """The central verdicts before and after, joined on (report, claim): status, effect, interval and minimum
     detectable effect of each side (a claim that one side does not have, such as a budget of the ladder that

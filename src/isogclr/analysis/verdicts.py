@@ -331,16 +331,10 @@ def count_statuses(statuses: Iterable[str]) -> dict[str, int]:
 
 
 def outcome(status: str, ci_low: float | None, ci_high: float | None, paper_effect: float | None) -> str:
-    """What a tested row lets a reader act on, beside its status (effects signed so that positive is the paper's
-    direction):
-
-    * **detected**: the paper's direction is detected (supported: the interval lies above 0);
-    * **excluded**: the paper's effect is ruled out: the interval lies below the paper's effect (without a paper
-      number, or with one that is not in its own direction, below 0: every effect in the paper's direction is);
-    * **neither**: the interval holds both 0 and the paper's effect (the qualifier says how many seeds would
-      answer it);
-
-    "" for a row that is not tested (not testable, no interval)."""
+    """What a tested row lets a reader act on beside its status (positive = the paper's direction): **detected**
+    (supported); **excluded** (the interval lies below the paper's effect; without a paper number, or with one not
+    in its own direction, below 0); **neither** (it holds 0 and the paper's effect: the qualifier says how many
+    seeds would answer it). "" for a row that is not tested (not testable, no interval)."""
     missing = [x is None or (isinstance(x, float) and math.isnan(x)) for x in (ci_low, ci_high)]
     if status == "not testable" or any(missing):
         return ""

@@ -120,6 +120,12 @@ _CONVERGENCE_SOURCES = {"data_root": "data.root", "beta": "methods.emc2.beta", "
                         "encoder": "model.encoder", "head": "model.head", "augment": "augment"}
 
 
+def convergence_run_name(method: str, num_augmentations: int, seed: int) -> str:
+    """``<method>-A<num_augmentations>-s<seed>`` (A0: fresh views): the folder name of one run of the EMC2
+    convergence study, and its key in the timing record."""
+    return f"{method}-A{int(num_augmentations)}-s{int(seed)}"
+
+
 def convergence_config(params: dict[str, Any], **overrides: Any) -> ConvergenceConfig:
     """The :class:`ConvergenceConfig` of ``params``: the model, augmentation, data root and the methods'
     temperature settings of params.yaml, then the section ``emc2_convergence`` (less the

@@ -23,6 +23,8 @@ import re
 from typing import Any
 
 from ..data import DATASETS
+from ..dataset_specs import GENERATED
+from ..import_table import Registry
 from ..losses import LOSSES
 from .core import PIN, SEARCH, TABLE_SECTIONS, UNTUNED
 from .overlay import LR
@@ -73,15 +75,24 @@ def _fields(cls: type, **inner: Any) -> dict[str, Any]:
     return {**keys, **inner}
 
 
+def _generated_sections() -> dict[str, Any]:
+    """``data.<name>`` of each generated folder with a section of its own (:data:`isogclr.dataset_specs.GENERATED`):
+    the fields of its spec dataclass (``per_class``, keyed by class count, is any mapping)."""
+    sections = {}
+    for generator in GENERATED.values():
+        if not generator.shares:
+            cls = Registry.load(generator.spec_type)
+            per_class = {"per_class": ANY} if "per_class" in {f.name for f in dataclasses.fields(cls)} else {}
+            sections[generator.name] = _fields(cls, **per_class)
+    return sections
+
+
 @functools.cache
 def _schema() -> dict[str, Any]:
     """Every key params.yaml may hold, as a tree (built from the dataclasses its sections are read into); not to
     be modified (cached)."""
     from ..data.augment import AugmentConfig
     from ..data.base import StreamConfig
-    from ..data.fashion_mnist import FashionMnistMiniSpec
-    from ..data.synthetic import SyntheticSpec
-    from ..data.synthetic_pairs import PairSpec
     from ..eval.linear_probe import ProbeConfig
     from ..models import EncoderConfig, HeadConfig
     from ..models.text import TextEncoderConfig
@@ -97,8 +108,7 @@ def _schema() -> dict[str, Any]:
     return {
         "profile": ANY,
         "launcher": ANY,
-        "data": {"root": ANY, "long_tailed_order": ANY, "synthetic": _fields(SyntheticSpec, per_class=ANY),
-                 "fashion_mnist_mini": _fields(FashionMnistMiniSpec), "synthetic_pairs": _fields(PairSpec)},
+        "data": {"root": ANY, "long_tailed_order": ANY, **_generated_sections()},
         "methods": _Names(METHOD),
         "model": {"encoder": _fields(EncoderConfig), "head": _fields(HeadConfig)},
         "augment": _fields(AugmentConfig),

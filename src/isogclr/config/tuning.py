@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data import DATASETS
 from ..dataset_specs import source
-from ..registry import Registry
+from ..import_table import Registry
 from .core import (
     SEARCH,
     TABLE_SECTIONS,
@@ -119,14 +119,13 @@ def _check_validation_split(params: dict[str, Any], section: str, spec: TuningSp
     where = f"{section}.validation"
     if section != "tuning":
         raise ConfigError(f"{where}: {SPLIT!r} is for the unimodal selection (image-text pairs hold out pairs)")
-    name = source(spec.dataset).name
-    if not name.startswith("synth"):
+    dataset = source(spec.dataset)  # SPECS says which sets have one, and their class count
+    if not dataset.validation_split:
         raise ConfigError(f"{where}: {spec.dataset} has no generated validation split (only the generated synth* "
                           f"sets do); use {CARVED!r} with a validation_fraction")
-    counts = ((((params.get("data") or {}).get("synthetic") or {}).get("per_class")) or {}).get(
-        int(name.removeprefix("synth")))
+    counts = ((((params.get("data") or {}).get(dataset.generator) or {}).get("per_class")) or {}).get(dataset.classes)
     if counts is None or len(counts) != 3:
-        raise ConfigError(f"{where}: data.synthetic.per_class.{name.removeprefix('synth')} is {counts!r}; give it a "
+        raise ConfigError(f"{where}: data.{dataset.generator}.per_class.{dataset.classes} is {counts!r}; give it a "
                           "third count, [train, test, val] images per class, to generate the validation split")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..data import DATASETS
 from ..dataset_specs import GENERATED, source
-from ..registry import Registry
+from ..import_table import Registry
 from .bimodal import bimodal_study_run_config, bimodal_study_spec, validate_bimodal
 from .convergence import validate_convergence
 from .core import TABLE_SECTIONS, method_config, run_config, run_id, shared_sections

@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..dataset_specs import SPECS, source
-from ..registry import Registry
+from ..import_table import Registry
 
 
 @dataclass(frozen=True)

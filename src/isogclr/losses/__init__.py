@@ -7,7 +7,7 @@ gradient is the paper's estimator. Conventions left open by the papers are settl
 
 Bimodal losses are called as ``loss_fn(image_features, text_features, index)``. A loss is one module,
 ``isogclr.losses.<name>``, whose class is decorated with ``@register_loss(modality=...)``, and one line of the
-table of its modality in :mod:`.registry` (``losses_of("unimodal")`` lists them). Every loss class declares
+table of its modality in :mod:`.loss_table` (``losses_of("unimodal")`` lists them). Every loss class declares
 ``expects_normalized``: False only for Barlow Twins, VICReg and the supervised reference, which take the
 projector output as it is. The moving-average losses take ``convention="paper"`` or ``"official"``
 (:mod:`isogclr.losses.conventions`) and report ``step_stats()``; they raise :class:`TrainingDiverged` when their
@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import ContrastiveLoss
+from .loss_table import BIMODAL, LOSSES, MODALITY, UNIMODAL, build_loss, losses_of, register_loss
 from .numerics import TrainingDiverged
-from .registry import BIMODAL, LOSSES, MODALITY, UNIMODAL, build_loss, losses_of, register_loss
 
-if TYPE_CHECKING:  # the classes of .registry's tables, re-exported (tests/test_front_door.py checks both agree)
+if TYPE_CHECKING:  # the classes of .loss_table's tables, re-exported (tests/test_front_door.py checks both agree)
     from .barlow_twins import BarlowTwinsLoss as BarlowTwinsLoss
     from .clip import CLIPLoss as CLIPLoss
     from .clip_individual_tau import CLIPIndividualTauLoss as CLIPIndividualTauLoss

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .base import ContrastiveLoss
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import compute_dtype, full_precision
 
 

@@ -22,7 +22,7 @@ reads only the members of :class:`ContrastiveLoss`:
   losses, the largest weight w_iz = exp(k_iz / tau_i) / s_i); empty when the loss has none.
 
 The per-sample state (s_i, u_i, tau_i) is held in the module's buffers, so it is checkpointed with
-``state_dict()``; ``registry_name`` and ``modality`` are set by :func:`~.registry.register_loss`.
+``state_dict()``; ``registry_name`` and ``modality`` are set by :func:`~.loss_table.register_loss`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from torch import nn
 
 from .base import ContrastiveLoss
 from .layouts import BimodalBatch, bimodal_batch
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision, masked_logsumexp
 
 

@@ -12,7 +12,7 @@ from .base import ContrastiveLoss
 from .clip import directional_infonce
 from .conventions import check_index
 from .layouts import bimodal_batch
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision
 
 

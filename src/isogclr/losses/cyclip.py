@@ -6,7 +6,7 @@ import torch
 
 from .clip import CLIPLoss, two_way_infonce
 from .layouts import bimodal_batch
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import compute_dtype, full_precision
 
 

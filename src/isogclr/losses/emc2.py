@@ -9,7 +9,7 @@ import torch
 from .base import ContrastiveLoss
 from .conventions import check_index
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision
 
 

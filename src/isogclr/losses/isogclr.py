@@ -10,9 +10,9 @@ import torch
 from .base import ContrastiveLoss
 from .conventions import PRESET, LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .gram import GramGradient, mask_own_views, subtract_positive_weights, two_view_features
+from .loss_table import register_loss
 from .moving_average import PerSampleTemperatures, WeightWatch
 from .numerics import capped_weights_
-from .registry import register_loss
 from .two_views import full_precision
 
 

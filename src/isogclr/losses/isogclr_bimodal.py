@@ -10,9 +10,9 @@ import torch
 from .base import ContrastiveLoss
 from .conventions import PRESET, LogMovingAverage, MovingAverageConventions, check_index, resolve_conventions
 from .layouts import bimodal_batch
+from .loss_table import register_loss
 from .moving_average import PerSampleTemperatures, WeightWatch
 from .numerics import capped_weights
-from .registry import register_loss
 from .sogclr_bimodal import DirectionReductionT, direction_factor
 from .two_views import full_precision, masked_logsumexp
 

@@ -9,7 +9,7 @@ import torch
 
 from .base import ContrastiveLoss
 from .conventions import check_index
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import compute_dtype, full_precision
 
 

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from .layouts import LayoutLoss, NegativesT
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision, masked_logsumexp
 
 

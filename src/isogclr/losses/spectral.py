@@ -7,7 +7,7 @@ import torch
 
 from .base import ContrastiveLoss
 from .layouts import NegativesT, check_negatives, cross_view_rows, negative_mask
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision, two_view_batch
 
 

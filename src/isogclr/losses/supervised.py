@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import ContrastiveLoss
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision
 
 

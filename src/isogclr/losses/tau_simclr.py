@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from .base import ContrastiveLoss
-from .registry import register_loss
+from .loss_table import register_loss
 from .two_views import full_precision, masked_logsumexp, two_view_batch
 
 

@@ -91,7 +91,10 @@ _AUGMENTATIONS = CsvSchema("the convergence study's pre-computed views",
                            positive=("grad_norm_sq",))
 _METRICS = (JsonSchema("an image run's metrics", ("top1",), numbers=True),
             JsonSchema("a dataset's no-learning references", ("chance", "floor_top1"), numbers=True),
-            JsonSchema("an image-text run's metrics", ("retrieval_a_ir_r1", "retrieval_a_tr_r1"), numbers=True))
+            JsonSchema("an image-text run's metrics", ("retrieval_a_ir_r1", "retrieval_a_tr_r1"), numbers=True),
+            # an image-text selection candidate (tuning/<method>/runs/): recall on the held-out training pairs
+            JsonSchema("an image-text candidate's validation metrics", ("validation_ir_r1", "validation_tr_r1"),
+                       numbers=True))
 _CONFIG = (JsonSchema("a run's resolved config", ("run_id", "seed", "method.name", "method.kwargs", "train"),
                       finite=False),)
 _KNOBS = (JsonSchema("a run's knobs", ("loss",)),)
@@ -301,7 +304,8 @@ def report_paths(name: str, parameters: dict[str, Any]) -> list[Path]:
     default where the parameter gives it: ``-p runs_dir /tmp/runs`` for ``runs``), the stage record if it quotes
     training minutes, the studies naming it in the params file (``-p params_path``) under ``studies_dir``, and its
     selection's ``tuning/<method>/`` folders. An unknown report reads nothing."""
-    from .registry import REPORTS, STAGE_RECORD
+    from .report_table import REPORTS
+    from .stage_minutes import STAGE_RECORD
 
     report = REPORTS.get(name)
     if report is None:

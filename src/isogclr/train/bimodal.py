@@ -19,7 +19,7 @@ A run writes into ``out_dir``:
 * ``train_log.csv``: per epoch the mean training loss, the last learning rate, the temperatures' mean and
   std (per-pair: ``tau_image_*``, ``tau_text_*``; global: ``tau``) and, every ``eval_every`` epochs,
   IR@1 / TR@1 on the first retrieval set (the convergence curve); no wall clock: the epochs' seconds and
-  samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`);
+  samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.epoch_times`);
 * ``dvclive/``: the same curves and the final metrics as DVCLive files (:mod:`isogclr.train.curves`);
 * ``artifacts/config.json``, ``artifacts/tokenizer.json`` (the WordPiece trained on the training
   captions, loadable with ``PreTrainedTokenizerFast(tokenizer_file=...)``), ``artifacts/machine.json`` (the machine
@@ -43,7 +43,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from .. import machine, timing
+from .. import epoch_times, machine
 from ..config.bimodal import BimodalRunConfig
 from ..data import keyed
 from ..data.augment import CROP_FLIP_DRAWS, crop_flip_augmentation
@@ -92,7 +92,7 @@ def global_loss(loss_fn: nn.Module, image_x: torch.Tensor, text_x: torch.Tensor,
     return loss_fn(gather_with_grad(image_x), gather_with_grad(text_x), gather_no_grad(index))
 
 
-def build_loss(cfg: BimodalRunConfig, num_samples: int, device: torch.device) -> nn.Module:
+def build_placed_loss(cfg: BimodalRunConfig, num_samples: int, device: torch.device) -> nn.Module:
     """The method's loss for ``num_samples`` pairs; with ``bimodal.state_device: cpu`` its per-pair state in host
     memory (:class:`~isogclr.train.state_offload.HostStateLoss`), else on ``device``."""
     if cfg.train.state_device == "cpu":
@@ -204,7 +204,7 @@ class _BimodalTask:
         self.model = BimodalModel(cfg.image_encoder, cfg.text_encoder, t.proj_dim, len(tokenizer)).to(device)
         if t.sync_bn and ctx.world_size > 1:  # else each process normalises its own share of the batch
             self.model = distributed.sync_batchnorm(self.model, device)
-        self.loss_fn = build_loss(cfg, self.n, device)
+        self.loss_fn = build_placed_loss(cfg, self.n, device)
         self.optimizer = adamw_with_loss_params(self.model, self.loss_fn, t.lr, t.weight_decay, t.tau_lr)
         self.scaler = torch.amp.GradScaler(device.type, enabled=False)  # bf16 autocast needs no scaling
         self.augment = crop_flip_augmentation(t.image_size, t.crop_scale_min, t.flip_p,
@@ -317,7 +317,7 @@ def train_bimodal_run(cfg: BimodalRunConfig, out_dir: Path, ckpt_dir: Path, untr
                    checkpoint_every=t.checkpoint_every,
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None, describe=_describe,
                    barrier=distributed.barrier, is_main=ctx.is_main,
-                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=timing.run_key(out_dir),
+                   on_epoch_end=lambda epoch: on_epoch_end(cfg.run_id, epoch), timing_run=epoch_times.run_key(out_dir),
                    run_dir=out_dir, settings=cfg.to_dict())
     metrics = None
     if ctx.is_main:

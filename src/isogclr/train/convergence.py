@@ -64,16 +64,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import machine, timing
+from .. import epoch_times, machine
 from ..config.convergence import CONVERGENCE_METHODS as METHODS
-from ..config.convergence import ConvergenceConfig, convergence_config, convergence_study
+from ..config.convergence import ConvergenceConfig, convergence_config, convergence_run_name, convergence_study
 from ..data import keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective
 from ..eval.knn import knn_accuracy
 from ..eval.linear_probe import extract_features
 from ..io import save_json, save_text
-from ..losses.registry import build_loss
+from ..losses.loss_table import build_loss
 from ..models import ContrastiveModel
 from .engine import fit
 from .optim import OptimConfig, build_optimizer
@@ -186,7 +186,7 @@ class _ConvergenceTask:
     @property
     def name(self) -> str:
         """``<method>-A<num_augmentations>-s<seed>`` (A0: fresh views): the run's folder name in the timing record."""
-        return f"{self.method}-A{self.num_augmentations}-s{self.cfg.seed}"
+        return convergence_run_name(self.method, self.num_augmentations, self.cfg.seed)
 
     def _evaluate(self) -> dict[str, float]:
         objective, grad_norm_sq = exact_objective(self.projection, self.views, self.cfg.tau, self.cfg.eval_chunk)
@@ -245,7 +245,7 @@ class RunResult:
     def name(self) -> str:
         """The run's folder name in the timing record: ``<method>-A<num_augmentations>-s<seed>`` (A0: fresh
         views)."""
-        return f"{self.method}-A{self.num_augmentations}-s{self.seed}"
+        return convergence_run_name(self.method, self.num_augmentations, self.seed)
 
 
 def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_every: int | None = None,
@@ -271,7 +271,7 @@ def train_method(method: str, views: torch.Tensor, cfg: ConvergenceConfig, eval_
         rows = fit(task, total_steps=task.steps_per_epoch * cfg.epochs, warmup_steps=0, final_lr_fraction=1.0,
                    ckpt_path=ckpt_path, curves_dir=None, timing_by="step",
                    describe=lambda row: f" F {row['objective']:.5f}" if "objective" in row else "",
-                   timing_run=None if out_dir is None else timing.run_key(Path(out_dir) / task.name),
+                   timing_run=None if out_dir is None else epoch_times.run_key(Path(out_dir) / task.name),
                    settings={"method": method, "views": list(views.shape), "fresh": fresh_from is not None,
                              **dataclasses.asdict(cfg)})
         ckpt_path.unlink(missing_ok=True)
@@ -368,7 +368,7 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
     the :class:`ConvergenceStudy` keys, and beside it ``machine.json`` (the machine that ran the study,
     :mod:`isogclr.machine`); ``convergence.csv`` (``seed`` and :data:`CURVE_COLUMNS`)
     and ``augmentations.csv`` (``seed`` first): the two tables of the report, written atomically once the whole
-    study has run. Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.timing`) when it
+    study has run. Each run's per-epoch training seconds go to the timing record (:mod:`isogclr.epoch_times`) when it
     finishes, run ``<out_dir>/<method>-A<A>-s<seed>`` (A0: fresh views), one row per epoch: ``step`` at its end and
     ``seconds`` of its training steps (evaluations excluded). ``ckpt_dir``: the runs' checkpoints
     (:func:`train_method`).

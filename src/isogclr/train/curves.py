@@ -7,7 +7,7 @@ and ``dvclive/metrics.json`` (the last value of each curve, the final step and, 
 its final metrics). The folder is rebuilt from the checkpointed rows when a run starts or resumes and
 when it ends, so a run killed between a DVCLive write and its next checkpoint cannot log an epoch twice.
 
-No file here holds wall clock: the rows carry none (the times are in ``timing.csv``, :mod:`isogclr.timing`),
+No file here holds wall clock: the rows carry none (the times are in ``timing.csv``, :mod:`isogclr.epoch_times`),
 wall-clock columns are skipped should a row have them (:data:`NOT_CURVES`), and DVCLive's own per-row
 ``timestamp`` column is off (``log_metric(..., timestamp=False)``, the default of DVCLive 3;
 tests/test_engine_dvclive.py checks that no file of a run's folder has one).

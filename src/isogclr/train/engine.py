@@ -16,7 +16,7 @@ Every kind of run (unimodal pre-training, image-text pre-training, a run of EMC2
   for a task that has ``initial_columns`` (see :class:`Task`), written to DVCLive as it goes
   (:mod:`isogclr.train.curves`) and printed with samples/s and an ETA;
 * the epochs' wall-clock ``seconds`` and ``samples_per_s``, kept in the checkpoint beside the rows and
-  written to the timing record ``timing.csv`` (:mod:`isogclr.timing`) when the run finishes;
+  written to the timing record ``timing.csv`` (:mod:`isogclr.epoch_times`) when the run finishes;
 * a checkpoint (model, optimizer, loss state, scaler, monitor, step, rows, timings, the task's own state such as
   RNG states) written atomically at the end of every epoch and every ``checkpoint_every`` steps, and a
   resume from it that gives the same result as an uninterrupted run. The checkpoint keeps the run's settings
@@ -54,7 +54,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .. import timing
+from .. import epoch_times
 from ..io import held_by_one, load_torch, save_torch
 from ..losses.base import ContrastiveLoss
 from ..losses.numerics import TrainingDiverged
@@ -216,7 +216,7 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     task's part of the log line; ``barrier``: called after each checkpoint (the processes of a
     distributed run wait for rank 0's write); ``on_epoch_end``: called with the epoch number after its
     checkpoint (a hook for the tests that interrupt a run); ``timing_run``: the run's key in the timing
-    record (its output folder, :func:`isogclr.timing.run_key`), where the main process writes every epoch's
+    record (its output folder, :func:`isogclr.epoch_times.run_key`), where the main process writes every epoch's
     seconds and samples/s when the run finishes (None: not recorded); ``timing_by="step"`` records each epoch
     as ``step`` (the step at its end) and ``seconds`` instead (the convergence study's form); ``run_dir``: the
     run's output folder, locked for the run (``<run_dir>/local/run.lock``, beside the run's untracked files; None:
@@ -337,5 +337,5 @@ def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: flo
     if is_main and timing_run is not None:
         if timing_by == "step":
             timings = [{"step": t["epoch"] * steps_per_epoch, "seconds": t["seconds"]} for t in timings]
-        timing.record(timing_run, timings)
+        epoch_times.record(timing_run, timings)
     return rows

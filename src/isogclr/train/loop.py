@@ -6,7 +6,7 @@ A run writes into ``out_dir``:
 * ``knobs.json``: the method's knobs the run used (after the selection; :meth:`~isogclr.config.MethodConfig.knobs`);
 * ``train_log.csv``: one line per epoch (loss, learning rate, samples seen, temperature stats, and the 1-NN
   test accuracy every ``train.eval_every`` epochs: accuracy against samples seen); no wall clock: the epochs'
-  seconds and samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.timing`, key = ``out_dir``);
+  seconds and samples/s go to the timing record ``timing.csv`` (:mod:`isogclr.epoch_times`, key = ``out_dir``);
 * ``dvclive/``: the same curves (step = epoch) and the final metrics as DVCLive files, for ``dvc plots show``
   and ``dvc exp show`` (:mod:`isogclr.train.curves`; rebuilt from the checkpointed rows, never appended twice);
 * ``artifacts/config.json``: the resolved :class:`~isogclr.config.core.RunConfig`, plus ``encoder.timm_name``: the
@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from .. import machine, timing
+from .. import epoch_times, machine
 from ..config.core import RunConfig
 from ..data import STREAMS, ImageData, IndexedImageDataset, keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, simclr_augmentation, to_float
@@ -204,7 +204,7 @@ def train_run(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, random_init_baselin
                    final_lr_fraction=cfg.optimizer.final_lr_fraction, ckpt_path=ckpt_path,
                    curves_dir=out_dir / "dvclive" if ctx.is_main else None,
                    checkpoint_every=cfg.train.checkpoint_every, describe=_describe, barrier=distributed.barrier,
-                   is_main=ctx.is_main, timing_run=timing.run_key(out_dir), run_dir=out_dir,
+                   is_main=ctx.is_main, timing_run=epoch_times.run_key(out_dir), run_dir=out_dir,
                    settings={**cfg.to_dict(), "random_init_baseline": random_init_baseline},
                    clip_grad_norm=cfg.optimizer.clip_grad_norm)
     metrics = task.metrics

@@ -1,12 +1,11 @@
-"""The report notebooks the pipeline runs (:data:`REPORTS`): what each is given (papermill ``-p``), reads and
-writes. One list: the pipeline's report stages, the index and the command line read it.
+"""The table of the report notebooks the pipeline runs (:data:`REPORTS`): what each is given (papermill ``-p``),
+reads and writes. One list: the pipeline's report stages, the index and the command line read it. The minutes
+of a report's training stages are read by :mod:`isogclr.reports.stage_minutes`.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -33,46 +32,6 @@ class Report:
         """``(tables, figures)`` relative to ``reports/``: each table as its ``.md`` and ``.csv``."""
         return ([f"tables/{stem}.{ext}" for stem in self.tables for ext in ("md", "csv")],
                 [f"figures/{stem}.png" for stem in self.figures])
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    """The stage times of the forced repro that made the committed runs: ``python -m isogclr repro --force`` writes
-    ``reports/repro_stages.csv``, and its copy ``path`` (``repro_stages_<commit>.csv``) is frozen with the runs it
-    made, of profile ``profile``. Each page's sentence of scale quotes its training stages' minutes from it
-    (:func:`training_minutes`): a number that reruns do not move, unlike the live record."""
-
-    path: str
-    profile: str
-
-    @property
-    def commit(self) -> str:
-        """The commit that forced repro ran, from the file's name."""
-        return Path(self.path).stem.removeprefix("repro_stages_")
-
-
-STAGE_RECORD = StageRecord("reports/testbed/repro_stages_d583a80.csv", "mini")
-
-
-def training_minutes(name: str, params: dict, root: Path | str = ".") -> float | None:
-    """The wall minutes of report ``name``'s training stages (``Report.trains``, every stage of those families) in
-    :data:`STAGE_RECORD`, two stages at a time on 2 cores; None when ``params`` is of another profile than the
-    record's (its runs are not the ones timed) or the report trains nothing."""
-    families = set(REPORTS[name].trains)
-    if not families or params.get("profile") != STAGE_RECORD.profile:
-        return None
-    with open(Path(root) / STAGE_RECORD.path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    missing = families - {row["family"] for row in rows}
-    if missing:
-        raise ValueError(f"{STAGE_RECORD.path} has no stage of {sorted(missing)} (Report.trains of {name!r})")
-    return sum(float(row["seconds"]) for row in rows if row["family"] in families) / 60
-
-
-def timed(name: str, params: dict) -> dict:
-    """The keywords of a sentence of scale (:func:`isogclr.analysis.explain.scale_sentence`) that quote report
-    ``name``'s CPU minutes of training: ``{"minutes": ..., "commit": ...}`` (minutes None: not timed)."""
-    return {"minutes": training_minutes(name, params), "commit": STAGE_RECORD.commit}
 
 
 _TABLE1_RUNS = ("references", "train", "train_table3", "train_real", "train_references", "study_ladder_synth10_lt")
@@ -153,14 +112,8 @@ REPORTS: dict[str, Report] = {
         "keyed draws, the testbed switch (LARS lr 1.2 with the clip) against e51a3ce's verdicts at lr 2.0, and what "
         "pairing by seed buys",
         {**_RUNS, "studies_dir": "studies"},
-        reads=("runs", "studies", "reports/benchmarks/calibration.csv", "reports/testbed/verdicts_de3cb0e.csv",
-               "reports/testbed/verdicts_0a8d8bf.csv", "reports/testbed/verdicts_fdc1988.csv",
-               "reports/testbed/verdicts_ef22ab9.csv", "reports/testbed/verdicts_022cafd.csv",
-               "reports/testbed/verdicts_621e4fa.csv",
-               "reports/testbed/verdicts_ec849f6.csv", "reports/testbed/verdicts_173e730.csv",
-               "reports/testbed/verdicts_d583a80.csv", STAGE_RECORD.path,
-               "reports/testbed/verdicts_d775366.csv", "reports/testbed/verdicts_7b57a8e.csv",
-               "reports/testbed/verdicts_e51a3ce.csv",
+        reads=("runs", "studies", "reports/benchmarks/calibration.csv",
+               "reports/testbed",  # the historical verdicts_<commit>.csv and the stage record, read from their folder
                *(f"reports/verdicts/{name}.csv" for name in ("table1_unimodal", "temperature_vs_frequency",
                                                               "budget_ladder", "bimodal", "ablations", "small_batch",
                                                               "emc2_convergence", "feature_tsne", "rgcl_analysis"))),

@@ -6,7 +6,7 @@ A loss is one file, ``src/isogclr/losses/<name>.py``, holding one class decorate
 against the interface of :class:`~.base.ContrastiveLoss` and against its line; ``tests/test_registry.py``
 imports every line.
 
-:data:`LOSSES` (an :class:`isogclr.registry.Registry`) imports the module of the loss it is asked for and no other,
+:data:`LOSSES` (an :class:`isogclr.import_table.Registry`) imports the module of the loss it is asked for and no other,
 so a run's code, and its pipeline stage's dependencies (``LOSSES.module_of(name)``: :mod:`isogclr.code_deps`), are
 its own loss's.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..registry import Registry
+from ..import_table import Registry
 
 if TYPE_CHECKING:
     from .base import ContrastiveLoss
@@ -77,7 +77,7 @@ def register_loss(modality: ModalityT) -> Callable[[type], type]:
         if table.get(name) != f"{cls.__module__}:{cls.__name__}":
             raise ValueError(f"{cls.__name__} ({cls.__module__}) is not in the table of {modality} losses: a loss "
                              f"is a module isogclr.losses.<name> named after it, with the line {line} in "
-                             f"{modality.upper()} of isogclr/losses/registry.py")
+                             f"{modality.upper()} of isogclr/losses/loss_table.py")
         cls.registry_name = name
         cls.modality = modality
         return cls
