@@ -102,8 +102,9 @@ def bottom_sentences(verdicts, most: int = 3) -> list[str]:  # noqa: ANN001 (a v
         if not mine:
             continue
         settled = sum(r.qualifier == "settled" for r in mine)
-        why = ("each interval below 0" + (" and below the paper's effect" if all(r.outcome == "excluded" for r in mine)
-                                          else "") if status == "contradicted" else "each interval above 0")
+        below = all(r.outcome == "excluded" and r.paper_effect != "" for r in mine)  # each has a paper number
+        why = ("each interval below 0" + (" and below the paper's effect" if below else "") if status == "contradicted"
+               else "each interval above 0")
         kept = len(mine) - sum(r in holm for r in mine)
         holm_said = f"; {kept} of {len(mine)} {status} under Holm's adjustment" if kept < len(mine) else ""
         said.append(f"{head}, {len(mine)} row{'s' * (len(mine) != 1)} ({why}; {settled} settled{holm_said}): "
