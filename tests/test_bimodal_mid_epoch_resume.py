@@ -16,7 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.data.pair_semantics import PairSpec
+from isogclr.data.synthetic_pairs import write_synthetic_pairs
 from isogclr.data.webdataset import write_shards
 
 from .process_helpers import free_port, torchrun_env

@@ -20,9 +20,9 @@ from isogclr.cli import main
 from isogclr.data import fashion_mnist, load_dataset, manifest
 from isogclr.data.fashion_mnist import FashionMnistMiniSpec
 from isogclr.data.manifest import STAMP, ManifestError, ensure, read_stamp, tree_hash
+from isogclr.data.pair_semantics import PairSpec
 from isogclr.data.pairs_folder import load_pairs_folder
 from isogclr.data.synthetic import SyntheticSpec
-from isogclr.data.synthetic_pairs import PairSpec
 from isogclr.dataset_specs import GENERATED
 
 from .conftest import ROOT

@@ -12,7 +12,8 @@ import pytest
 from isogclr.config.bimodal import bimodal_run_config
 from isogclr.config.typed import ConfigError
 from isogclr.data.base import StreamConfig
-from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.data.pair_semantics import PairSpec
+from isogclr.data.synthetic_pairs import write_synthetic_pairs
 from isogclr.data.webdataset import write_shards
 from isogclr.models.bimodal import build_tokenizer
 from isogclr.train import bimodal

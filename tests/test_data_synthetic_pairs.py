@@ -17,21 +17,18 @@ import pytest
 from PIL import Image
 
 from isogclr.data.captions import load_caption_tsv, load_karpathy
-from isogclr.data.synthetic import class_names, render
-from isogclr.data.synthetic_pairs import (
+from isogclr.data.pair_semantics import (
     CAPTION_TEMPLATES,
-    COLOUR_HUES,
     COLOUR_SYNONYMS,
     COLOURS,
     POSITIONS,
     PairSpec,
     cluster_counts,
     item_attributes,
-    render_items,
     sample_clusters,
-    write_object_pairs,
-    write_synthetic_pairs,
 )
+from isogclr.data.synthetic import class_names, render
+from isogclr.data.synthetic_pairs import COLOUR_HUES, render_items, write_object_pairs, write_synthetic_pairs
 
 SPEC = PairSpec(seed=5, image_size=16, num_pairs=80, num_clusters=12, mismatch_fraction=0.1, retrieval_images=10,
                 zeroshot_per_class=2)

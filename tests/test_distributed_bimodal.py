@@ -165,7 +165,8 @@ def _spawn(params: dict, method: str, out, ckpt, kill_after: int = 0) -> None:
 
 @pytest.fixture(scope="module")
 def params(tmp_path_factory) -> dict:
-    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+    from isogclr.data.pair_semantics import PairSpec
+    from isogclr.data.synthetic_pairs import write_synthetic_pairs
 
     root = tmp_path_factory.mktemp("pairs")
     write_synthetic_pairs(PairSpec(seed=3, image_size=16, num_pairs=64, num_clusters=8, retrieval_images=8,

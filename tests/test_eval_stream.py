@@ -12,8 +12,9 @@ import torch
 
 from isogclr.config.profiles import load_params
 from isogclr.data.captions import KarpathyStream
+from isogclr.data.pair_semantics import PairSpec
 from isogclr.data.pairs_folder import StreamedZeroShot, ZeroShotSet, load_pairs_folder, stream_zeroshot
-from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.data.synthetic_pairs import write_synthetic_pairs
 from isogclr.eval.retrieval import encode_batches, retrieval_recall, zero_shot_accuracy
 
 from .conftest import ROOT

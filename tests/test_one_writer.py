@@ -168,7 +168,8 @@ def _train_worker(rank: int, params: dict, out: str, ckpt: str, port: int, log: 
 
 @pytest.mark.slow
 def test_a_two_process_image_text_run_has_one_timing_writer_and_its_record_beside_it(tmp_path, monkeypatch):
-    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+    from isogclr.data.pair_semantics import PairSpec
+    from isogclr.data.synthetic_pairs import write_synthetic_pairs
 
     root = tmp_path / "pairs"
     write_synthetic_pairs(PairSpec(seed=3, image_size=16, num_pairs=32, num_clusters=4, retrieval_images=8,

@@ -61,7 +61,8 @@ def _worker(rank: int, params: dict, root: str, out: str, port: int) -> None:
 
 @pytest.mark.slow
 def test_paper_profile_image_text_run_two_processes(tmp_path):
-    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+    from isogclr.data.pair_semantics import PairSpec
+    from isogclr.data.synthetic_pairs import write_synthetic_pairs
     from isogclr.data.webdataset import write_shards
 
     pairs = tmp_path / "pairs"

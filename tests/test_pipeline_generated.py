@@ -178,10 +178,10 @@ def _unimodal_stages(params, pipeline):
 
 
 # the modules only image-text runs use: the bimodal losses (but the ones a unimodal loss builds on, none today),
-# the text encoder and the image-text model, the caption and pair loaders, the generated pairs, their config
+# the text encoder and the image-text model, the caption and pair loaders, the generated pairs' spec, their config
 IMAGE_TEXT_LOSSES = sorted({_path(LOSSES.module_of(n)) for n in losses_of("bimodal")})
 IMAGE_TEXT_ONLY = sorted({*IMAGE_TEXT_LOSSES, *(f"src/isogclr/{m}.py" for m in (
-    "models/text", "models/bimodal", "data/captions", "data/pairs_folder", "data/webdataset", "data/synthetic_pairs",
+    "models/text", "models/bimodal", "data/captions", "data/pairs_folder", "data/webdataset", "data/pair_semantics",
     "config/bimodal", "train/bimodal"))})
 
 

@@ -11,8 +11,8 @@ from .conftest import ROOT
 SRC = ROOT / "src" / "isogclr"
 MODULE_LINES, FUNCTION_LINES = 400, 80
 # still over, at most this long (left to do)
-MODULES_OVER = {"data/synthetic_pairs.py": 436}
-FUNCTIONS_OVER = {"cli.py:build_parser": 147, "train/engine.py:_fit": 94, "pipeline.py:build_pipeline": 84}
+MODULES_OVER: dict[str, int] = {}
+FUNCTIONS_OVER: dict[str, int] = {}
 
 
 def _sizes() -> tuple[dict[str, int], dict[str, int]]:

@@ -122,7 +122,8 @@ def test_per_pair_parameters_are_refused():
 
 
 def test_a_run_with_host_state_equals_the_run_with_device_state(tmp_path):
-    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+    from isogclr.data.pair_semantics import PairSpec
+    from isogclr.data.synthetic_pairs import write_synthetic_pairs
     from isogclr.train import bimodal
 
     write_synthetic_pairs(PairSpec(seed=3, image_size=16, num_pairs=64, num_clusters=8, retrieval_images=8,

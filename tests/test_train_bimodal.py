@@ -15,7 +15,8 @@ from isogclr import machine
 from isogclr.config.bimodal import bimodal_run_config
 from isogclr.config.typed import ConfigError
 from isogclr.config.validate import validate_params
-from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.data.pair_semantics import PairSpec
+from isogclr.data.synthetic_pairs import write_synthetic_pairs
 from isogclr.train import bimodal
 
 SPEC = PairSpec(seed=3, image_size=16, num_pairs=96, num_clusters=8, mismatch_fraction=0.05, retrieval_images=12,

@@ -174,6 +174,9 @@ def test_the_pipeline_stage_writes_the_study_and_its_resolved_config(smoke_data,
     record = [r for r in timing.read(_timing_record) if r["run"].startswith(timing.run_key(out))]
     assert sorted({r["run"] for r in record}) == [timing.run_key(out / f"{m}-A2-s{s}")
                                                   for m in ("emc2", "simclr", "sogclr") for s in (0, 3)]
+    from isogclr.config.plan import plan_keys  # the plan lists these runs, by the folders the study writes
+
+    assert sorted(timing.run_key(tmp_path / k.run_dir) for k in plan_keys(params)) == sorted({r["run"] for r in record})
     assert all(set(r) == {"run", "step", "seconds"} and r["step"] == 4 for r in record)
     curve = pd.read_csv(out / "convergence.csv")
     seconds = convergence_seconds(curve, out)

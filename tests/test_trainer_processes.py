@@ -23,7 +23,8 @@ import sys
 import pytest
 import yaml
 
-from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+from isogclr.data.pair_semantics import PairSpec
+from isogclr.data.synthetic_pairs import write_synthetic_pairs
 
 from .test_train import smoke_run
 

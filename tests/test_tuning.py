@@ -237,7 +237,8 @@ def test_a_tuned_study_refuses_to_run_untuned(smoke_params, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def pair_params(tmp_path_factory, smoke_params) -> dict:
-    from isogclr.data.synthetic_pairs import PairSpec, write_synthetic_pairs
+    from isogclr.data.pair_semantics import PairSpec
+    from isogclr.data.synthetic_pairs import write_synthetic_pairs
 
     root = tmp_path_factory.mktemp("pairs")
     write_synthetic_pairs(PairSpec(seed=3, image_size=16, num_pairs=120, num_clusters=6, retrieval_images=12,

@@ -279,6 +279,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the plan (:func:`isogclr.config.plan.plan`): one line a run, its folder and resolved settings."""
+    from .config.convergence import ConvergenceRun
     from .config.plan import plan
 
     params = read_params(args)
@@ -287,8 +288,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     runs = [r for r in plan(params, args.tuning_dir) if args.section in (None, r.section)]
     for run in runs:
         cfg = run.config  # an image-text run has no dataset of its own: it reads bimodal.data
-        print(f"{run.section:<16} {run.run_dir:<44} {getattr(cfg, 'dataset', 'image-text'):<14} epochs "
-              f"{cfg.train.epochs:<3} {cfg.method.knobs()}")
+        if isinstance(cfg, ConvergenceRun):  # a convergence run: the study's settings, its loss's
+            dataset, epochs, knobs = cfg.config.dataset, cfg.config.epochs, cfg.knobs()
+        else:
+            dataset, epochs, knobs = getattr(cfg, "dataset", "image-text"), cfg.train.epochs, cfg.method.knobs()
+        print(f"{run.section:<16} {run.run_dir:<44} {dataset:<14} epochs {epochs:<3} {knobs}")
     print(f"{len(runs)} runs")
     return 0
 

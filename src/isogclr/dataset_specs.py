@@ -124,7 +124,7 @@ GENERATED: dict[str, Generator] = _by_name(
               "isogclr.config.bimodal:pair_spec",
               "generate image-text pairs, retrieval and zero-shot sets (data.synthetic_pairs)",
               counterparts=(("retrieval_a", "MSCOCO"), ("retrieval_b", "Flickr30K"), ("synth10", "CIFAR10"),
-                            ("synth100", "CIFAR100")), spec_type="isogclr.data.synthetic_pairs:PairSpec"),
+                            ("synth100", "CIFAR100")), spec_type="isogclr.data.pair_semantics:PairSpec"),
     # the same spec with a cluster = an object (the other attributes free): frequency counts semantic neighbours
     Generator("synthetic_pairs_objects", "isogclr.data.synthetic_pairs:write_object_pairs",
               "isogclr.config.bimodal:pair_spec",

@@ -21,6 +21,9 @@ What it writes, one stage family per kind of work:
 * the convergence study's runs (``emc2_convergence_runs``);
 * one papermill stage per report (:data:`isogclr.reports.report_table.REPORTS`), and the index.
 
+Each family's methods, datasets, values and seeds are those of its planned runs
+(:func:`isogclr.config.plan.plan_keys`, the one list of a profile's runs, read without any selection).
+
 **Code dependencies are derived, not listed.** A stage's code is the transitive closure of the
 ``isogclr`` modules that its entry modules import (every ``import`` statement of a module, at any
 depth, including the imports inside functions, but not those under ``if TYPE_CHECKING:``, which never run;
@@ -42,12 +45,17 @@ from __future__ import annotations
 
 import difflib
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .code_deps import by_method, module_closure, run_modules
+from .config.convergence import CONVERGENCE_METHODS
+from .config.plan import CONVERGENCE, SIDE, STUDY_SECTIONS, Axes, RunKey, plan_axes, plan_keys
+from .config.studies import study_reports
+from .config.typed import ConfigError
 from .dataset_specs import GENERATED
 from .pipeline_stages import (
     RUN_PARAMS,
@@ -84,108 +92,166 @@ TUNE_ENTRY = {"tuning": ("isogclr.train.tuning", *TRAIN_ENTRY),
 TUNE_STAGES = {"tuning": "tune", "bimodal_tuning": "tune_bimodal"}
 
 
-def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
-    """The ``dvc.yaml`` document for ``params`` (a dict, as read from params.yaml)."""
-    root = Path(root)
+@dataclass(frozen=True)
+class _Runs:
+    """What every kind of stage reads: params.yaml, the project root, and the axes of the planned runs by group
+    (:func:`~isogclr.config.plan.plan_axes`)."""
 
-    def code(entry: tuple[str, ...], methods: list[str], datasets: list[str] = ()) -> list[str]:
-        return module_closure([*entry, *run_modules(params, methods, datasets)], root)
+    params: dict[str, Any]
+    root: Path
+    axes: dict[str, Axes]
 
-    def per_method(stage: dict[str, Any], entry: tuple[str, ...], axes: dict[str, list], datasets: list[str] = ()):
+    def code(self, entry: tuple[str, ...], methods: tuple[str, ...], datasets: tuple[str, ...] = ()) -> list[str]:
+        """The source files of ``entry`` and of the modules runs of ``methods`` on ``datasets`` import by name."""
+        return module_closure([*entry, *run_modules(self.params, methods, datasets)], self.root)
+
+    def per_method(self, stage: dict[str, Any], entry: tuple[str, ...], axes: dict[str, list],
+                   datasets: tuple[str, ...] = ()) -> dict[str, Any]:
         """``stage`` with each method's runs depending on its own loss module (:func:`by_method`)."""
         if len(set(axes["method"])) < 2:  # one method: its code is the family's
             return stage
-        split = by_method(params, axes["method"], lambda methods: code(entry, methods, datasets))
+        split = by_method(self.params, axes["method"], lambda methods: self.code(entry, methods, datasets))
         return stage if split is None else foreach_by_method(stage, axes, split[1])
 
-    stages: dict[str, Any] = {g.stage: data_stage(g, root) for g in GENERATED.values()}
-    for section, stage in TUNE_STAGES.items():
-        if section in params:
-            spec = params[section]
-            datasets = [spec["dataset"]] if section == "tuning" else []
-            stages[stage] = per_method(
-                tune_stage(section, params, code(TUNE_ENTRY[section], list(spec["methods"]), datasets)),
-                TUNE_ENTRY[section], {"method": list(spec["methods"])}, datasets)
-    for section, stage in GRID_STAGES.items():
-        if section in params:
-            table = params[section]
-            stages[stage] = per_method(
-                grid_stage(section, params, code(GRID_ENTRY, table["methods"], table["datasets"])), GRID_ENTRY,
-                {"method": list(table["methods"]), "dataset": list(table["datasets"])}, table["datasets"])
-    if "references" in params:  # the no-learning rows of each dataset (the supervised one is a grid run above)
-        datasets = params["references"]["datasets"]
-        stages["references"] = {
-            "matrix": {"dataset": "${references.datasets}"},
-            "cmd": "${launcher} -m isogclr references --dataset ${item.dataset}",
-            "deps": data_deps(datasets) + code(REFERENCES_ENTRY, params["references"]["methods"], datasets),
-            "params": [p for p in RUN_PARAMS if "${item.method}" not in p] + ["references.random_inits"],
-            "metrics": [{"runs/references/${item.dataset}/metrics.json": {"cache": False}}],
-        }
-    if "bimodal" in params:
-        bimodal, inputs = params["bimodal"], bimodal_inputs(params)
-        stages["train_bimodal"] = bimodal_stage("methods", bimodal["seeds"], bool(bimodal.get("tuned")),
-                                                 code(BIMODAL_ENTRY, bimodal["methods"]), inputs)
-        if bimodal.get("side_methods"):
-            side_seeds = bimodal.get("side_seeds") or bimodal["seeds"][:1]
-            stages["train_bimodal_side"] = bimodal_stage("side_methods", side_seeds, False,
-                                                          code(BIMODAL_ENTRY, bimodal["side_methods"]), inputs)
-    from .config.studies import study_reports
 
+def build_pipeline(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
+    """The ``dvc.yaml`` document for ``params`` (a dict, as read from params.yaml): its stages kind by kind, each
+    kind's runs those of the plan (:func:`~isogclr.config.plan.plan_keys`)."""
+    keys = plan_keys(params)
+    runs = _Runs(params, Path(root), plan_axes(keys))
+    studies, reads_study = _study_stages(runs)
+    stages = {**_data_stages(runs.root), **_tune_stages(runs), **_grid_stages(runs), **_references_stage(runs),
+              **_bimodal_stages(runs), **studies, **_convergence_stage(runs), **_report_stages(runs, reads_study),
+              "index": _index_stage(runs.root)}
+    return {"stages": stages, "plots": comparison_plots(keys)}
+
+
+def _data_stages(root: Path) -> dict[str, Any]:
+    """One stage per generated folder (:data:`isogclr.dataset_specs.GENERATED`)."""
+    return {g.stage: data_stage(g, root) for g in GENERATED.values()}
+
+
+def _tune_stages(runs: _Runs) -> dict[str, Any]:
+    """One family per selection section (``tune``, ``tune_bimodal``): a stage per method, running its candidates."""
+    stages = {}
+    for section, name in TUNE_STAGES.items():
+        if section in runs.axes:
+            axes, entry = runs.axes[section], TUNE_ENTRY[section]
+            stage = tune_stage(section, runs.params, axes, runs.code(entry, axes.methods, axes.datasets))
+            stages[name] = runs.per_method(stage, entry, {"method": list(axes.methods)}, axes.datasets)
+    return stages
+
+
+def _grid_stages(runs: _Runs) -> dict[str, Any]:
+    """One family per table section (:data:`GRID_STAGES`): a stage per (method, dataset), running its seeds."""
+    stages = {}
+    for section, name in GRID_STAGES.items():
+        if section in runs.axes:
+            axes = runs.axes[section]
+            stage = grid_stage(section, axes, bool(runs.params[section].get("tuned")),
+                               runs.code(GRID_ENTRY, axes.methods, axes.datasets))
+            stages[name] = runs.per_method(stage, GRID_ENTRY, {"method": list(axes.methods),
+                                                               "dataset": list(axes.datasets)}, axes.datasets)
+    return stages
+
+
+def _references_stage(runs: _Runs) -> dict[str, Any]:
+    """The no-learning rows of each dataset of ``references`` (the supervised one is a grid run)."""
+    if "references" not in runs.axes:
+        return {}
+    axes = runs.axes["references"]
+    return {"references": {
+        "matrix": {"dataset": "${references.datasets}"},
+        "cmd": "${launcher} -m isogclr references --dataset ${item.dataset}",
+        "deps": data_deps(axes.datasets) + runs.code(REFERENCES_ENTRY, axes.methods, axes.datasets),
+        "params": [p for p in RUN_PARAMS if "${item.method}" not in p] + ["references.random_inits"],
+        "metrics": [{"runs/references/${item.dataset}/metrics.json": {"cache": False}}],
+    }}
+
+
+def _bimodal_stages(runs: _Runs) -> dict[str, Any]:
+    """The image-text runs: a stage per central method (``train_bimodal``) and per side method
+    (``train_bimodal_side``), each running its seeds."""
+    stages, inputs = {}, bimodal_inputs(runs.params)
+    tuned = bool((runs.params.get("bimodal") or {}).get("tuned"))  # the side methods are not tuned
+    for group, key, name in (("bimodal", "methods", "train_bimodal"), (SIDE, "side_methods", "train_bimodal_side")):
+        if group in runs.axes:
+            axes = runs.axes[group]
+            stages[name] = bimodal_stage(key, axes.seeds, tuned and key == "methods",
+                                         runs.code(BIMODAL_ENTRY, axes.methods), inputs)
+    return stages
+
+
+def _study_stages(runs: _Runs) -> tuple[dict[str, Any], dict[str, list[tuple[str, str]]]]:
+    """One family per study (``study_<name>``, all from one template), and the studies each report reads: report ->
+    [(study, section)]."""
+    stages: dict[str, Any] = {}
     reads_study: dict[str, list[tuple[str, str]]] = {}
-    for section, bimodal in (("studies", False), ("bimodal_studies", True)):
-        for name, spec in (params.get(section) or {}).items():
-            entry, datasets = (BIMODAL_ENTRY, []) if bimodal else (TRAIN_ENTRY, [spec["dataset"]])
-            stages[f"study_{name}"] = study_stage(name, spec, bimodal, code(entry, spec["methods"], datasets),
-                                                   bimodal_inputs(params, spec.get("overrides")))
-            if not bimodal:  # an image-text study's runs are (method, value, seed): one list for all
-                stages[f"study_{name}"] = per_method(stages[f"study_{name}"], entry, {"method": spec["methods"]},
-                                                     datasets)
+    for section in STUDY_SECTIONS:
+        bimodal = section == "bimodal_studies"
+        entry = BIMODAL_ENTRY if bimodal else TRAIN_ENTRY
+        for name, spec in (runs.params.get(section) or {}).items():
+            axes = runs.axes[f"{section}.{name}"]
+            code = runs.code(entry, axes.methods, axes.datasets)
+            stage = study_stage(name, axes, bool(spec.get("tuned")), bimodal, code,
+                                bimodal_inputs(runs.params, spec.get("overrides")))
+            # an image-text study's runs are (method, value, seed): one list for all
+            stages[f"study_{name}"] = stage if bimodal else runs.per_method(
+                stage, entry, {"method": list(axes.methods)}, axes.datasets)
             for report in study_reports(spec.get("report")):
                 reads_study.setdefault(report, []).append((name, section))
-    if "emc2_convergence" in params:
-        from .config.convergence import CONVERGENCE_METHODS, convergence_config
+    return stages, reads_study
 
-        dataset = convergence_config(params).dataset
-        stages["emc2_convergence_runs"] = {
-            "cmd": "python -m isogclr convergence --out runs_convergence",
-            "deps": [*data_deps([dataset]), *code(CONVERGENCE_ENTRY, list(CONVERGENCE_METHODS), [dataset])],
-            "params": ["data.root", "model", "augment", "methods.simclr", "methods.sogclr", "methods.emc2.beta",
-                       "emc2_convergence"],
-            "outs": [{"runs_convergence": {"cache": False}}],
-        }
+
+def _convergence_stage(runs: _Runs) -> dict[str, Any]:
+    """EMC2's convergence study's runs, in one stage (``emc2_convergence_runs``)."""
+    if CONVERGENCE not in runs.axes:
+        return {}
+    datasets = runs.axes[CONVERGENCE].datasets
+    return {"emc2_convergence_runs": {
+        "cmd": "python -m isogclr convergence --out runs_convergence",
+        "deps": [*data_deps(datasets), *runs.code(CONVERGENCE_ENTRY, CONVERGENCE_METHODS, datasets)],
+        "params": ["data.root", "model", "augment", "methods.simclr", "methods.sogclr", "methods.emc2.beta",
+                   "emc2_convergence"],
+        "outs": [{"runs_convergence": {"cache": False}}],
+    }}
+
+
+def _report_stages(runs: _Runs, reads_study: dict[str, list[tuple[str, str]]]) -> dict[str, Any]:
+    """One papermill stage per report, each on the studies it reads (``reads_study``)."""
     unknown = sorted(set(reads_study) - set(REPORTS))
     if unknown:
-        from .config.typed import ConfigError
-
         raise ConfigError(f"studies.*.report: unknown report(s) {unknown} (reports: {sorted(REPORTS)})")
-    for name, report in REPORTS.items():
-        stages[name] = report_stage(name, report, reads_study.get(name, []), root, params)
-    stages["index"] = {
+    return {name: report_stage(name, report, reads_study.get(name, []), runs.root, runs.params)
+            for name, report in REPORTS.items()}
+
+
+def _index_stage(root: Path) -> dict[str, Any]:
+    """The reports' index (``reports/index.html``, ``reports/README.md``)."""
+    return {
         "cmd": "python -m isogclr report-index " + " ".join(REPORTS),
         "deps": [*module_closure(("isogclr.reports.index",), root),
                  *(f"reports/{name}.ipynb" for name in REPORTS), "reports/verdicts"],
         "params": ["profile"],
         "outs": [{out: {"cache": False}} for out in ("reports/index.html", "reports/README.md", "reports/html")],
     }
-    return {"stages": stages, "plots": comparison_plots(params)}
 
 
-def comparison_plots(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Top-level plots that compare runs: Table 1's methods' loss curves (first dataset and seed, one
-    chart), and the batch-size study's 1-NN accuracy against samples seen (one chart)."""
+def comparison_plots(keys: list[RunKey]) -> list[dict[str, Any]]:
+    """Top-level plots that compare planned runs (``keys``): Table 1's methods' loss curves (first dataset and
+    seed, one chart), and the batch-size study's 1-NN accuracy against samples seen (first seed, one chart)."""
     plots = []
-    table = params.get("table1")
-    if table:
-        dataset, seed = table["datasets"][0], table["seeds"][0]
+    table1 = [k for k in keys if k.group == "table1"]
+    if table1:
+        dataset, seed = table1[0].dataset, table1[0].seed
         plots.append({f"table1_loss_{dataset}": {
             "x": "epoch", "title": f"Table 1 methods on {dataset}, seed {seed}: training loss",
-            "y": {f"runs/{m}-{dataset}-s{seed}/train_log.csv": "loss" for m in table["methods"]}}})
-    study = (params.get("studies") or {}).get("batch_size")
+            "y": {f"{k.run_dir}/train_log.csv": "loss" for k in table1 if (k.dataset, k.seed) == (dataset, seed)}}})
+    study = [k for k in keys if k.group == "studies.batch_size"]
     if study:
         plots.append({"batch_size_knn": {
             "x": "samples_seen", "title": "Batch-size study: 1-NN test accuracy against samples seen",
-            "y": {f"studies/batch_size/{m}-{v}-s{study['seeds'][0]}/train_log.csv": "knn1_top1"
-                  for m in study["methods"] for v in study["values"]}}})
+            "y": {f"{k.run_dir}/train_log.csv": "knn1_top1" for k in study if k.seed == study[0].seed}}})
     return plots
 
 

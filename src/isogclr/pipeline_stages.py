@@ -1,17 +1,21 @@
 """The templates of the pipeline's stages (:mod:`isogclr.pipeline` assembles them): a table section's grid of runs,
 a study's runs, a selection, the image-text runs, a report; and the per-method form of a family of runs, in which each
-method's runs depend on its own loss module (:func:`foreach_by_method`)."""
+method's runs depend on its own loss module (:func:`foreach_by_method`). A family's methods, datasets, values and
+seeds are its planned runs' (:class:`~isogclr.config.plan.Axes`)."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .code_deps import module_closure, notebook_modules
 from .dataset_specs import GENERATED, Generator, source
 from .reports.report_table import Report
 from .reports.stage_minutes import STAGE_RECORD
+
+if TYPE_CHECKING:
+    from .config.plan import Axes
 
 REPORT_ENTRY = ("isogclr.reports.notebook_run", "isogclr.reports.notebook_build")  # `python -m isogclr report <name>`
 RUN_PARAMS = ("data.root", "data.long_tailed_order", "methods.${item.method}", "model", "augment", "train", "probe")
@@ -42,7 +46,7 @@ def generated_output(generator: Generator) -> str:
     return f"data/{generator.name}.json"
 
 
-def data_deps(datasets: list[str]) -> list[str]:
+def data_deps(datasets: list[str] | tuple[str, ...]) -> list[str]:
     """What runs on ``datasets`` read of the pipeline's outputs: the manifests of their generated folders."""
     return sorted({generated_output(GENERATED[spec.generator]) for spec in map(source, datasets) if spec.generator})
 
@@ -55,31 +59,31 @@ def data_stage(generator: Generator, root: Path) -> dict[str, Any]:
             "outs": [{generated_output(generator): {"cache": False}}]}
 
 
-def selection_flag(section: dict[str, Any]) -> tuple[str, list[str]]:
-    """A tuned section's extra command flag and dependency: the method's selection on the validation split."""
-    return (" --tuned", ["tuning/${item.method}/selected.json"]) if section.get("tuned") else ("", [])
+def selection_flag(tuned: bool) -> tuple[str, list[str]]:
+    """A tuned family's extra command flag and dependency: the method's selection on the validation split."""
+    return (" --tuned", ["tuning/${item.method}/selected.json"]) if tuned else ("", [])
 
 
-def grid_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+def grid_stage(section: str, axes: Axes, tuned: bool, code: list[str]) -> dict[str, Any]:
     """One stage per (method, dataset) of a table section, its seeds run one after the other in one process
     (a process start and DVC's bookkeeping cost ~6 s a stage). The seeds are written out here: after
     changing a section's ``seeds``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro``
     does)."""
-    seeds = params[section]["seeds"]
-    flag, selection = selection_flag(params[section])
+    seeds = axes.seeds
+    flag, selection = selection_flag(tuned)
     export = f" --export-seed {' '.join(map(str, seeds[:EXPORT_SECTIONS[section]]))}" if section in EXPORT_SECTIONS \
         else ""
     return {
         "matrix": {"method": f"${{{section}.methods}}", "dataset": f"${{{section}.datasets}}"},
         "cmd": "${launcher} -m isogclr train --method ${item.method} --dataset ${item.dataset} --seed "
                + " ".join(map(str, seeds)) + flag + export,
-        "deps": data_deps(params[section]["datasets"]) + selection + code,
+        "deps": data_deps(axes.datasets) + selection + code,
         "params": [*RUN_PARAMS, f"{section}.seeds"],
         **run_outputs([f"runs/${{item.method}}-${{item.dataset}}-s{seed}" for seed in seeds]),
     }
 
 
-def study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
+def study_stage(name: str, axes: Axes, tuned: bool, bimodal: bool, code: list[str],
                  bimodal_inputs: list[str]) -> dict[str, Any]:
     """One stage per method of a unimodal study, running its seeds and values in one process (a process start
     and DVC's bookkeeping cost ~6 s a stage, measured: a third of a side study's 2-epoch run); one per
@@ -87,7 +91,7 @@ def study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
     study's ``seeds`` or ``values``, regenerate the pipeline (``python -m isogclr pipeline``; ``make repro`` does)."""
     section = "bimodal_studies" if bimodal else "studies"
     base = BIMODAL_PARAMS if bimodal else RUN_PARAMS
-    flag, selection = selection_flag(spec)
+    flag, selection = selection_flag(tuned)
     if bimodal:
         return {
             "matrix": {"method": f"${{{section}.{name}.methods}}", "value": f"${{{section}.{name}.values}}",
@@ -101,20 +105,20 @@ def study_stage(name: str, spec: dict[str, Any], bimodal: bool, code: list[str],
     return {
         "matrix": {"method": f"${{{section}.{name}.methods}}"},
         "cmd": f"${{launcher}} -m isogclr train --study {name} --method ${{item.method}} --seed "
-               + " ".join(map(str, spec["seeds"])) + flag,
-        "deps": data_deps([spec["dataset"]]) + selection + code,
+               + " ".join(map(str, axes.seeds)) + flag,
+        "deps": data_deps(axes.datasets) + selection + code,
         "params": [*base, f"{section}.{name}"],
-        **run_outputs([f"studies/{name}/${{item.method}}-{value}-s{seed}" for seed in spec["seeds"]
-                        for value in spec["values"]]),
+        **run_outputs([f"studies/{name}/${{item.method}}-{value}-s{seed}" for seed in axes.seeds
+                        for value in axes.values]),
     }
 
 
-def tune_stage(section: str, params: dict[str, Any], code: list[str]) -> dict[str, Any]:
+def tune_stage(section: str, params: dict[str, Any], axes: Axes, code: list[str]) -> dict[str, Any]:
     """One stage per method of a selection section (``tuning``: unimodal; ``bimodal_tuning``: image-text)."""
     spec = params[section]
-    data = data_deps([spec["dataset"]]) if section == "tuning" else bimodal_inputs(params)
+    data = data_deps(axes.datasets) if section == "tuning" else bimodal_inputs(params)
     return {
-        "matrix": {"method": list(spec["methods"])},
+        "matrix": {"method": list(axes.methods)},
         "cmd": "${launcher} -m isogclr tune --method ${item.method}",
         "deps": data + code,
         "params": [*(RUN_PARAMS if section == "tuning" else BIMODAL_PARAMS),  # the space: methods.<m>.search
@@ -135,10 +139,10 @@ def bimodal_inputs(params: dict[str, Any], overrides: dict[str, Any] | None = No
     return [generated_output(pairs), *([init] if init else [])]
 
 
-def bimodal_stage(key: str, seeds: list[int], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:
+def bimodal_stage(key: str, seeds: tuple[int, ...], tuned: bool, code: list[str], inputs: list[str]) -> dict[str, Any]:
     """One stage per method of ``bimodal.<key>`` (the central methods, or the side methods), its seeds run one
     after the other in one process (written out here, as a table's)."""
-    flag, selection = selection_flag({"tuned": tuned})
+    flag, selection = selection_flag(tuned)
     return {
         "matrix": {"method": f"${{bimodal.{key}}}"},
         "cmd": ("${launcher} -m isogclr train-bimodal --method ${item.method} --seed " + " ".join(map(str, seeds))

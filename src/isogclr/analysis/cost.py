@@ -11,8 +11,10 @@ floor(n / batch)``: the loaders drop the last partial batch), with ``n`` the tra
 (``overhead``: the process, the data and the evaluation of one run; ``per_step``: what a step costs whatever
 its batch, so a small batch costs more per sample). The three rates of a kind are fit by least squares
 (non-negative) to the stage families of a record (``reports/repro_stages.csv``: every stage of a forced repro,
-on one machine, two at a time), their runs read from the plan of the same params. Stages that train nothing of
-the plan (the data, the no-learning probes, the EMC2 convergence study, the reports) keep their recorded seconds.
+on one machine, two at a time), their runs read from the plan of the same params. The other stages keep their
+recorded seconds: those that train nothing of the plan (the data, the no-learning probes, the reports) and the EMC2
+convergence study, whose planned runs are not priced (its seconds are mostly the exact evaluations of its objective,
+not its steps).
 
 :func:`project` prices a plan with those rates: per claim group (:func:`isogclr.analysis.repro_timing.claim_group`),
 the runs, steps, stage-minutes and wall minutes at ``slots`` stages at a time. The projection is a model; the
@@ -33,7 +35,7 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from ..config.bimodal import BimodalRunConfig
-from ..config.plan import PlannedRun, plan
+from ..config.plan import CONVERGENCE, PlannedRun, plan
 from ..data.base import load_dataset
 from ..data.splits import validation_positions
 from .repro_timing import claim_group
@@ -41,7 +43,9 @@ from .repro_timing import claim_group
 KINDS = ("unimodal", "bimodal")
 RATES = ("overhead", "per_sample", "per_step")  # seconds per run, per sample, per step
 WORK_COLUMNS = ("run_dir", "family", "kind", "steps", "samples")
-NOT_PLANNED = frozenset({"references", "emc2_convergence_runs"})  # stages with runs that no plan lists
+# the stages kept at their recorded seconds though they train: the no-learning probes (which no plan lists) and the
+# EMC2 convergence runs (planned, not priced: :func:`params_work` leaves them out)
+AS_RECORDED = frozenset({"references", "emc2_convergence_runs"})
 
 
 @cache
@@ -74,7 +78,7 @@ def run_family(run: PlannedRun, side_methods: Iterable[str] = ()) -> str:
         return "train_bimodal_side" if method in set(side_methods) else "train_bimodal"
     return {"table1": "train", "table1_real": "train_real", "table3": "train_table3", "references":
             "train_references", "pretrain": "train_pretrain", "tuning": "tune",
-            "bimodal_tuning": "tune_bimodal"}.get(section, section)
+            "bimodal_tuning": "tune_bimodal", CONVERGENCE: "emc2_convergence_runs"}.get(section, section)
 
 
 def run_work(run: PlannedRun, side_methods: Iterable[str] = ()) -> dict[str, Any]:
@@ -98,9 +102,10 @@ def plan_work(runs: list[PlannedRun], side_methods: Iterable[str] = ()) -> pd.Da
 
 
 def params_work(params: dict[str, Any], tuning_dir: Path | str = "tuning") -> pd.DataFrame:
-    """:func:`plan_work` of every run ``params`` plans (its image-text side methods from ``bimodal``)."""
+    """:func:`plan_work` of every run ``params`` plans but the convergence runs (kept as recorded:
+    :data:`AS_RECORDED`), its image-text side methods from ``bimodal``."""
     side = (params.get("bimodal") or {}).get("side_methods") or []
-    return plan_work(plan(params, tuning_dir), side)
+    return plan_work([r for r in plan(params, tuning_dir) if r.section != CONVERGENCE], side)
 
 
 def rates_text(rates: pd.DataFrame) -> str:
@@ -156,14 +161,14 @@ def _seconds(fams: pd.DataFrame, rates: pd.DataFrame) -> np.ndarray:
 def project(work: pd.DataFrame, stages: pd.DataFrame, rates: pd.DataFrame, slots: int = 2,
             families: Iterable[str] | None = None) -> pd.DataFrame:
     """Per claim group: runs, steps, stage-minutes and wall minutes (stage-minutes over ``slots``) of the planned
-    runs (``work``, priced at ``rates``) and of the recorded stages that no plan lists (``stages``' families in
-    :data:`NOT_PLANNED` or training nothing: data, probes, the convergence study, reports: as recorded, those of
+    runs (``work``, priced at ``rates``) and of the recorded stages it does not price (``stages``' families in
+    :data:`AS_RECORDED` or training nothing: data, probes, the convergence study, reports: as recorded, those of
     ``families`` only when given: the stage families of the projected pipeline); a last row ``total``."""
     if slots < 1:
         raise ValueError(f"slots must be >= 1, got {slots}")
     fams = _families(work)
     fams["seconds"] = _seconds(fams, rates)
-    fixed = stages[stages["family"].isin(NOT_PLANNED) | stages["runs"].eq(0)]
+    fixed = stages[stages["family"].isin(AS_RECORDED) | stages["runs"].eq(0)]
     if families is not None:
         fixed = fixed[fixed["family"].isin(set(families))]
     both = pd.concat([pd.DataFrame({"group": [claim_group(f, 1) for f in fams["family"]], "runs": fams["runs"],

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.base import StreamConfig
-from ..data.synthetic_pairs import PairSpec
+from ..data.pair_semantics import PairSpec
 from ..models import EncoderConfig
 from .core import MethodConfig, method_config, run_config_dict
 from .overlay import BIMODAL_SECTIONS
@@ -246,5 +246,5 @@ def bimodal_study_run_config(params: dict[str, Any], study: str, method: str, va
 
 
 def pair_spec(params: dict[str, Any]) -> PairSpec:
-    """``data.synthetic_pairs``: the spec of the generated image-text pairs (:mod:`isogclr.data.synthetic_pairs`)."""
+    """``data.synthetic_pairs``: the spec of the generated image-text pairs (:mod:`isogclr.data.pair_semantics`)."""
     return typed_section(PairSpec, (params.get("data") or {}).get("synthetic_pairs"), "data.synthetic_pairs")

@@ -15,6 +15,9 @@ from .core import method_config
 from .typed import ConfigError, typed_section
 
 CONVERGENCE_METHODS = ("simclr", "sogclr", "emc2")  # the methods the study can train
+FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
+AUGMENTATION_METHODS = ("emc2",)  # the augmentation study's methods: trained at every A of augmentation_values
+REFERENCE_METHODS = ("simclr",)  # and its references: trained at A = num_augmentations only
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,58 @@ def convergence_study(params: dict[str, Any]) -> ConvergenceStudy:
         return ConvergenceStudy(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
     except ValueError as err:
         raise ConfigError(f"emc2_convergence.{err}") from err
+
+
+def augmentation_runs(num_augmentations: int, augmentation_values: tuple[int, ...],
+                      augmentation_methods: tuple[str, ...], reference_methods: tuple[str, ...],
+                      infinite_augmentation: bool) -> list[tuple[str, int]]:
+    """The (method, A) rows of the pre-computed augmentation study, in order: ``augmentation_methods`` at every A
+    of ``augmentation_values``, EMC2 with fresh views (A = :data:`FRESH_VIEWS`) with ``infinite_augmentation``,
+    then ``reference_methods`` at A = ``num_augmentations``. ``ValueError`` for an augmentation method that is not
+    one of :data:`CONVERGENCE_METHODS`."""
+    if any(m not in CONVERGENCE_METHODS for m in augmentation_methods):
+        raise ValueError(f"augmentation_methods must be names from {CONVERGENCE_METHODS}, got {augmentation_methods}")
+    rows = [(m, a) for m in augmentation_methods for a in augmentation_values]
+    rows += [("emc2", FRESH_VIEWS)] if infinite_augmentation else []
+    return rows + [(m, num_augmentations) for m in reference_methods if (m, num_augmentations) not in rows]
+
+
+def study_runs(cfg: ConvergenceConfig, spec: ConvergenceStudy) -> list[tuple[str, int]]:
+    """The (method, A) of every run one seed of the study trains (:func:`isogclr.train.convergence.write_study`), in
+    order: ``cfg.methods`` at A = ``cfg.num_augmentations``, then the augmentation study's rows not among them (a
+    run of both is trained once)."""
+    return list(dict.fromkeys([(m, cfg.num_augmentations) for m in cfg.methods] + augmentation_runs(
+        cfg.num_augmentations, spec.augmentation_values, AUGMENTATION_METHODS, REFERENCE_METHODS,
+        spec.infinite_augmentation)))
+
+
+@dataclass(frozen=True)
+class ConvergenceRun:
+    """One run of the study as the plan lists it: ``method`` on ``num_augmentations`` pre-computed views
+    (:data:`FRESH_VIEWS`: fresh views every step), with the settings the trainer gives it (``config``: the study's at
+    the run's seed, its ``num_augmentations`` the views F is evaluated on)."""
+
+    method: str
+    num_augmentations: int
+    config: ConvergenceConfig
+
+    @property
+    def run_id(self) -> str:
+        return convergence_run_name(self.method, self.num_augmentations, self.config.seed)
+
+    def knobs(self) -> dict[str, Any]:
+        """The run's loss settings: tau = 1 / beta for every method, and SogCLR's gamma."""
+        return {"loss": self.method, "tau": self.config.tau, **({"gamma": self.config.gamma}
+                                                                 if self.method == "sogclr" else {})}
+
+
+def convergence_run(params: dict[str, Any], method: str, num_augmentations: int, seed: int) -> ConvergenceRun:
+    """The run ``<method>-A<num_augmentations>-s<seed>`` of the study (:func:`study_runs`), resolved as the trainer
+    resolves it: the study's config at ``seed``, at ``num_augmentations`` views unless it draws fresh ones."""
+    cfg = dataclasses.replace(convergence_config(params), seed=seed)
+    if num_augmentations != FRESH_VIEWS:
+        cfg = dataclasses.replace(cfg, num_augmentations=num_augmentations)
+    return ConvergenceRun(method, num_augmentations, cfg)
 
 
 def validate_convergence(params: dict[str, Any]) -> None:

@@ -193,6 +193,11 @@ def tuning_run_config(params: dict[str, Any], method: str, candidate: int,
     return _candidate_run(params, method, candidate, _candidates(params, method)[candidate][1], seed)
 
 
+def candidate_run_id(method: str, candidate: int, seed: int) -> str:
+    """A candidate run's folder under ``tuning/``: ``<method>/runs/c<candidate>-s<seed>``."""
+    return f"{method}/runs/c{candidate}-s{seed}"
+
+
 def _candidate_run(params: dict[str, Any], method: str, candidate: int, at: MethodConfig,
                    seed: int) -> RunConfig | BimodalRunConfig:
     """The run of ``method`` at candidate number ``candidate`` (``at``: the method at its knobs), at ``seed``."""
@@ -202,7 +207,7 @@ def _candidate_run(params: dict[str, Any], method: str, candidate: int, at: Meth
         cfg, epochs, sections = IMAGE_TEXT["run_config"](params, method, seed), "bimodal.epochs", BIMODAL_SECTIONS
     else:
         cfg, epochs, sections = run_config(params, method, spec.dataset, seed), "train.epochs", RUN_SECTIONS
-    cfg = method_rate(dataclasses.replace(cfg, method=at, run_id=f"{method}/runs/c{candidate}-s{seed}",
+    cfg = method_rate(dataclasses.replace(cfg, method=at, run_id=candidate_run_id(method, candidate, seed),
                                           validation_fraction=spec.validation_fraction,
                                           **({"validation_split": True} if spec.validation == SPLIT else {})))
     return apply_setting(cfg, epochs, spec.epochs, f"{section}.epochs", sections)

@@ -1,7 +1,8 @@
 """Validation of a whole params.yaml (:func:`validate_params`), the first step of every command, and the
 datasets a profile reads that are not on disk (:func:`missing_datasets`, ``python -m isogclr validate``).
 
-It checks every section and every run the tables ask for, and builds each method's loss once to check its
+It checks every section and the runs the profile asks for (the keys of its plan, :func:`.plan.plan_keys`; the configs
+it checks are resolved untuned, so that it needs no selection), and builds each method's loss once to check its
 arguments, so a bad ablation fails in a second instead of after an hour of training. It can refuse a run but
 not change its numbers: the pipeline (:mod:`isogclr.pipeline`) does not count it among a run's code.
 """
@@ -14,19 +15,20 @@ from typing import Any
 from ..data import DATASETS
 from ..dataset_specs import GENERATED, source
 from ..import_table import Registry
-from .bimodal import bimodal_study_run_config, bimodal_study_spec, validate_bimodal
+from .bimodal import bimodal_study_run_config, validate_bimodal
 from .convergence import validate_convergence
-from .core import TABLE_SECTIONS, method_config, run_config, run_id, shared_sections
+from .core import TABLE_SECTIONS, method_config, run_config, shared_sections
 from .keys import check_keys
 from .overlay import check_loss
-from .studies import study_run_config, study_spec
+from .plan import STUDY_SECTIONS, RunKey, plan_axes, plan_keys
+from .studies import study_run_config
 from .tuning import validate_tuning
 from .typed import ConfigError, check_finite, check_seed
 
 
 def validate_params(params: dict[str, Any]) -> None:
-    """Check every key (:func:`check_keys`), every section and every run the tables ask for; raise
-    :class:`ConfigError` naming the key."""
+    """Check every key (:func:`check_keys`), every section and the runs the profile asks for (its plan's keys:
+    :func:`.plan.plan_keys`); raise :class:`ConfigError` naming the key."""
     check_keys(params)  # first: a misspelt key is named as such, with the nearest known one
     check_finite(params, "")  # NaN or an infinity anywhere, e.g. in a tuning grid
     for generator in GENERATED.values():  # the generated datasets' sections, each read by its typed reader
@@ -67,26 +69,30 @@ def validate_params(params: dict[str, Any]) -> None:
             if cfg.method != method_config(params, method):  # train.by_dataset.<name> sets one of its knobs
                 check_loss(cfg.method, f"train.by_dataset.{name}: ")
     validate_bimodal(params)
-    _check_pretrained_image_encoder(params)
     validate_tuning(params)
     validate_convergence(params)
-    for name in params.get("studies") or {}:
-        spec = study_spec(params, name)
-        for method in spec.methods:
-            for value in spec.values:
-                cfg = study_run_config(params, name, method, value, spec.seeds[0])
-                if cfg.method != method_config(params, method):  # the study's knob is one of the method's
-                    check_loss(cfg.method, f"studies.{name} ({method}, value {value!r}): ")
     shared = sorted(set(params.get("studies") or {}) & set(params.get("bimodal_studies") or {}))
     if shared:
         raise ConfigError(f"bimodal_studies: {shared} also defined under studies (both write studies/<name>/)")
-    for name in params.get("bimodal_studies") or {}:
-        spec = bimodal_study_spec(params, name)
-        for method in spec.methods:
-            for value in spec.values:
-                cfg = bimodal_study_run_config(params, name, method, value, spec.seeds[0])
-                if cfg.method != method_config(params, method):  # the study's knob is one of the method's
-                    check_loss(cfg.method, f"bimodal_studies.{name} ({method}, value {value!r}): ")
+    keys = plan_keys(params)
+    _check_pretrained_image_encoder(params, keys)
+    _check_study_losses(params, keys)
+
+
+def _first_seeds(keys: list[RunKey], sections: tuple[str, ...]) -> list[RunKey]:
+    """The runs of ``sections`` among ``keys`` at their group's first seed, in order."""
+    axes = plan_axes(keys)
+    return [k for k in keys if k.section in sections and k.seed == axes[k.group].seeds[0]]
+
+
+def _check_study_losses(params: dict[str, Any], keys: list[RunKey]) -> None:
+    """Build the loss of each (method, value) of every study whose knob is one of the method's, once (at its
+    first seed, untuned)."""
+    resolve = {"studies": study_run_config, "bimodal_studies": bimodal_study_run_config}
+    for key in _first_seeds(keys, STUDY_SECTIONS):
+        cfg = resolve[key.section](params, key.study, key.method, key.value, key.seed)
+        if cfg.method != method_config(params, key.method):  # the study's knob is one of the method's
+            check_loss(cfg.method, f"{key.group} ({key.method}, value {key.value!r}): ")
 
 
 def _table3_rows(params: dict[str, Any]) -> None:
@@ -95,12 +101,14 @@ def _table3_rows(params: dict[str, Any]) -> None:
     table3, table1 = params.get("table3"), params.get("table1")
     if table3 is None or table1 is None:
         return
+    lacking = {}  # each section that may cover a dataset: the methods of table1 and the seeds of table3 it does not run
+    for name in ("table1", "table1_real"):
+        section = params.get(name) or {}
+        lacking[name] = ([m for m in table1["methods"] if m not in section.get("methods", [])],
+                         [s for s in table3["seeds"] if s not in section.get("seeds", [])])
     for d in table3["datasets"]:
-        cover = next((name for name in ("table1", "table1_real")
-                      if d in ((params.get(name) or {}).get("datasets") or [])), None)
-        section = params.get(cover) or {}
-        missing = [m for m in table1["methods"] if m not in section.get("methods", [])]
-        seeds = [s for s in table3["seeds"] if s not in section.get("seeds", [])]
+        cover = next((name for name in lacking if d in ((params.get(name) or {}).get("datasets") or [])), None)
+        missing, seeds = lacking.get(cover, ([], []))
         if cover is None or missing or seeds:
             gaps = ([f"methods {missing}"] if missing else []) + ([f"seeds {seeds}"] if seeds else [])
             why = ("neither table1 nor table1_real runs it" if cover is None else
@@ -109,20 +117,18 @@ def _table3_rows(params: dict[str, Any]) -> None:
                               f"{why}; add it there or choose another dataset")
 
 
-def _check_pretrained_image_encoder(params: dict[str, Any]) -> None:
-    """``bimodal.image_encoder.init`` names the encoder a ``pretrain`` run exports
-    (``runs/<method>-<dataset>-s<seed>/artifacts/encoder.pt``), and that run trains the same architecture."""
+def _check_pretrained_image_encoder(params: dict[str, Any], keys: list[RunKey]) -> None:
+    """``bimodal.image_encoder.init`` names the encoder a ``pretrain`` run exports (at its first seed:
+    ``runs/<method>-<dataset>-s<seed>/artifacts/encoder.pt``), and that run trains the same architecture."""
     image = ((params.get("bimodal") or {}).get("image_encoder") or {})
     init = image.get("init")
     if not init:
         return
-    pretrain = params.get("pretrain") or {}
-    runs = {f"runs/{run_id(m, d, s)}/artifacts/encoder.pt": (m, d, s) for m in pretrain.get("methods") or []
-            for d in pretrain.get("datasets") or [] for s in (pretrain.get("seeds") or [])[:1]}
+    runs = {f"{k.run_dir}/artifacts/encoder.pt": k for k in _first_seeds(keys, ("pretrain",))}
     if init not in runs:
         raise ConfigError(f"bimodal.image_encoder.init: {init!r} is not the encoder a pretrain run exports "
                           f"({sorted(runs) or 'no pretrain section'})")
-    encoder = run_config(params, *runs[init]).encoder
+    encoder = run_config(params, runs[init].method, runs[init].dataset, runs[init].seed).encoder
     for key in ("arch", "width", "cifar_stem"):
         if image.get(key, getattr(encoder, key)) != getattr(encoder, key):
             raise ConfigError(f"bimodal.image_encoder.{key}: {image.get(key)!r}, but the pretrain run {init} trains "

@@ -65,8 +65,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import epoch_times, machine
-from ..config.convergence import CONVERGENCE_METHODS as METHODS
-from ..config.convergence import ConvergenceConfig, convergence_config, convergence_run_name, convergence_study
+from ..config.convergence import (
+    AUGMENTATION_METHODS,
+    CONVERGENCE_METHODS,
+    FRESH_VIEWS,
+    REFERENCE_METHODS,
+    ConvergenceConfig,
+    augmentation_runs,
+    convergence_config,
+    convergence_run_name,
+    convergence_study,
+)
 from ..data import keyed, load_dataset
 from ..data.augment import SIMCLR_DRAWS, AugmentConfig, simclr_augmentation, to_float
 from ..eval.convergence import exact_objective
@@ -78,7 +87,6 @@ from ..models import ContrastiveModel
 from .engine import fit
 from .optim import OptimConfig, build_optimizer
 
-FRESH_VIEWS = 0  # num_augmentations of a run that draws fresh views every step (infinite augmentation)
 CURVE_COLUMNS = ["method", "num_augmentations", "epoch", "step", "samples_seen", "objective", "grad_norm_sq"]
 
 
@@ -133,7 +141,7 @@ def build_method(method: str, cfg: ConvergenceConfig, num_images: int,
     if method == "emc2":
         return build_loss("emc2", num_images, beta=cfg.beta, num_augmentations=num_augmentations,
                           seed=cfg.seed), 1.0, True
-    raise ValueError(f"methods: unknown method {method!r} (known: {METHODS})")
+    raise ValueError(f"methods: unknown method {method!r} (known: {CONVERGENCE_METHODS})")
 
 
 def _view_pairs(generator: torch.Generator, count: int, num_augmentations: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -298,7 +306,8 @@ class StudyResult:
 
 
 def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2, 4, 8),
-              augmentation_methods: tuple[str, ...] = ("emc2",), reference_methods: tuple[str, ...] = ("simclr",),
+              augmentation_methods: tuple[str, ...] = AUGMENTATION_METHODS,
+              reference_methods: tuple[str, ...] = REFERENCE_METHODS,
               knn: bool = True, infinite_augmentation: bool = False, ckpt_dir: Path | None = None,
               out_dir: Path | None = None) -> StudyResult:
     """The convergence study and the pre-computed augmentation study.
@@ -316,8 +325,8 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
     """
     if not augmentation_values or any(not isinstance(v, int) or v < 2 for v in augmentation_values):
         raise ValueError(f"augmentation_values must be integers >= 2, got {augmentation_values}")
-    if any(m not in METHODS for m in augmentation_methods):
-        raise ValueError(f"augmentation_methods must be names from {METHODS}, got {augmentation_methods}")
+    wanted = augmentation_runs(cfg.num_augmentations, augmentation_values, augmentation_methods, reference_methods,
+                               infinite_augmentation)  # checks augmentation_methods
     if any(m not in cfg.methods for m in reference_methods):
         raise ValueError(f"reference_methods must be among methods={cfg.methods}, got {reference_methods}")
     start = time.perf_counter()
@@ -337,9 +346,6 @@ def run_study(cfg: ConvergenceConfig, augmentation_values: tuple[int, ...] = (2,
         for method in cfg.methods:
             runs[method, base] = train_method(method, views_for(base), cfg, **where)
         convergence = pd.concat([runs[m, base].curve for m in cfg.methods], ignore_index=True)
-        wanted = [(m, a) for m in augmentation_methods for a in augmentation_values]
-        wanted += [("emc2", FRESH_VIEWS)] if infinite_augmentation else []
-        wanted += [(m, base) for m in reference_methods if (m, base) not in wanted]
         rows = []
         for method, a in wanted:
             if (method, a) in runs:
@@ -376,7 +382,6 @@ def write_study(params: dict, out_dir: Path, ckpt_dir: Path | None = None) -> St
     cfg, spec = convergence_config(params), convergence_study(params)
     out_dir = Path(out_dir)
     studies = [run_study(dataclasses.replace(cfg, seed=seed), augmentation_values=spec.augmentation_values,
-                         augmentation_methods=("emc2",), reference_methods=("simclr",),
                          infinite_augmentation=spec.infinite_augmentation, ckpt_dir=ckpt_dir, out_dir=out_dir)
                for seed in spec.seeds]
     def stacked(name: str) -> pd.DataFrame:  # the seeds' tables one under the other, ``seed`` the first column

@@ -47,6 +47,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -228,114 +229,163 @@ def fit(task: Task, *, total_steps: int, warmup_steps: int, final_lr_fraction: f
     if timing_by not in ("epoch", "step"):
         raise ValueError(f"timing_by must be 'epoch' or 'step', got {timing_by!r}")
     ckpt_path = Path(ckpt_path)
+    run = _Fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every, describe,
+               barrier, is_main, on_epoch_end, timing_run, timing_by, settings, clip_grad_norm)
     if not is_main:  # the main process holds the run's lock for all of them
-        return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings, clip_grad_norm)
+        return run.run()
     with contextlib.ExitStack() as locks:
         locks.enter_context(held_by_one(ckpt_path.with_name(ckpt_path.name + ".lock"),
                                         f"run {task.run_id} (checkpoint {ckpt_path})"))
         if run_dir is not None:
             locks.enter_context(held_by_one(Path(run_dir) / "local" / "run.lock",
                                             f"run {task.run_id} (run folder {run_dir})"))
-        return _fit(task, total_steps, warmup_steps, final_lr_fraction, ckpt_path, curves_dir, checkpoint_every,
-                    describe, barrier, is_main, on_epoch_end, timing_run, timing_by, settings, clip_grad_norm)
+        return run.run()
 
 
 # what every checkpoint :func:`fit` writes holds (``timings`` and ``settings`` are read when present)
 CHECKPOINT_KEYS = ("model", "optimizer", "loss", "scaler", "monitor", "step", "log_rows", "epoch_losses", "task")
 
 
-def _fit(task: Task, total_steps: int, warmup_steps: int, final_lr_fraction: float, ckpt_path: Path,
-         curves_dir: Path | None, checkpoint_every: int, describe: Callable[[dict], str],
-         barrier: Callable[[], None], is_main: bool, on_epoch_end: Callable[[int], None], timing_run: str | None,
-         timing_by: str, settings: dict[str, Any] | None, clip_grad_norm: float = 0.0) -> list[dict]:
-    model, optimizer, scaler, loss_fn = task.model, task.optimizer, task.scaler, task.loss_fn
-    monitor = StepMonitor(task.run_id, task.method, loss_fn, ckpt_path)
-    for group in optimizer.param_groups:
-        group.setdefault("base_lr", group["lr"])
-    step, rows, losses, timings = 0, [], [], []
-    if ckpt_path.exists():
+@dataclass
+class _Fit:
+    """One call of :func:`fit` (its arguments, less the locks'), run by :meth:`run` in steps: resume, the epochs'
+    training steps, each epoch's row, log line and checkpoint, and the timing record."""
+
+    task: Task
+    total_steps: int
+    warmup_steps: int
+    final_lr_fraction: float
+    ckpt_path: Path
+    curves_dir: Path | None
+    checkpoint_every: int
+    describe: Callable[[dict], str]
+    barrier: Callable[[], None]
+    is_main: bool
+    on_epoch_end: Callable[[int], None]
+    timing_run: str | None
+    timing_by: str
+    settings: dict[str, Any] | None
+    clip_grad_norm: float
+
+    def run(self) -> list[dict]:
+        """Train to ``total_steps`` from the checkpoint or the start; return the epoch rows."""
+        task = self.task
+        self.monitor = StepMonitor(task.run_id, task.method, task.loss_fn, self.ckpt_path)
+        for group in task.optimizer.param_groups:
+            group.setdefault("base_lr", group["lr"])
+        # the progress, as checkpointed: the step reached, the epoch rows, the epoch's step losses so far, the timings
+        self.step, self.rows, self.losses, self.timings = 0, [], [], []
+        self._resume()
+        task.model.train()
+        if self.step == 0 and hasattr(task, "initial_columns"):  # the initial model's row (a fresh start only)
+            self.rows.append({"epoch": 0, "step": 0, "samples_seen": 0, **task.initial_columns()})
+        live = open_curves(self.curves_dir, self.rows) if self.curves_dir is not None else None
+        # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
+        # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
+        loop_start, loop_first_step = time.perf_counter(), self.step
+        while self.step < self.total_steps:
+            epoch, start = divmod(self.step, task.steps_per_epoch)
+            t0 = time.perf_counter()
+            factor = self._train_epoch(epoch, start)
+            row, samples_per_s = self._end_epoch(epoch, start, time.perf_counter() - t0, factor)
+            if live is not None:
+                log_epoch(live, row)
+                live.make_summary()
+            if self.is_main:
+                self._log_line(row, samples_per_s, time.perf_counter() - loop_start, self.step - loop_first_step)
+            self._checkpoint()
+            self.on_epoch_end(epoch + 1)
+        if self.is_main and self.timing_run is not None:  # the epochs' seconds (by step: the convergence study's)
+            timings = self.timings
+            if self.timing_by == "step":
+                timings = [{"step": t["epoch"] * task.steps_per_epoch, "seconds": t["seconds"]} for t in timings]
+            epoch_times.record(self.timing_run, timings)
+        return self.rows
+
+    def _resume(self) -> None:
+        """Restore the progress, the model, optimizer, loss, scaler, monitor and task from the checkpoint, if any."""
+        task, ckpt_path = self.task, self.ckpt_path
+        if not ckpt_path.exists():
+            return
         state = load_torch(ckpt_path, f"checkpoint of run {task.run_id}",
                            f"move it aside (`mv {ckpt_path} {ckpt_path}.bad`) and start the run over",
-                           map_location=next(model.parameters()).device, required=CHECKPOINT_KEYS)
-        check_settings(state.get("settings"), settings, task.run_id, ckpt_path)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        loss_fn.load_state_dict(state["loss"])
-        scaler.load_state_dict(state["scaler"])
-        monitor.load_state_dict(state["monitor"])
-        step, rows, losses = state["step"], state["log_rows"], state["epoch_losses"]
-        timings = state.get("timings", [])
+                           map_location=next(task.model.parameters()).device, required=CHECKPOINT_KEYS)
+        check_settings(state.get("settings"), self.settings, task.run_id, ckpt_path)
+        task.model.load_state_dict(state["model"])
+        task.optimizer.load_state_dict(state["optimizer"])
+        task.loss_fn.load_state_dict(state["loss"])
+        task.scaler.load_state_dict(state["scaler"])
+        self.monitor.load_state_dict(state["monitor"])
+        self.step, self.rows, self.losses = state["step"], state["log_rows"], state["epoch_losses"]
+        self.timings = state.get("timings", [])
         if "timings" not in state:  # a checkpoint of the former layout: its rows carried the wall clock
-            timings = [{"epoch": r["epoch"], **{k: r[k] for k in ("seconds", "samples_per_s") if k in r}}
-                       for r in rows if "seconds" in r]
-            rows = [{k: v for k, v in r.items() if k not in ("seconds", "samples_per_s")} for r in rows]
-        task.load_state_dict(state["task"], step)
-        log(f"[{task.run_id}] resumed from {ckpt_path} at step {step}/{total_steps}")
+            self.timings = [{"epoch": r["epoch"], **{k: r[k] for k in ("seconds", "samples_per_s") if k in r}}
+                            for r in self.rows if "seconds" in r]
+            self.rows = [{k: v for k, v in r.items() if k not in ("seconds", "samples_per_s")} for r in self.rows]
+        task.load_state_dict(state["task"], self.step)
+        log(f"[{task.run_id}] resumed from {ckpt_path} at step {self.step}/{self.total_steps}")
 
-    def checkpoint() -> None:
+    def _checkpoint(self) -> None:
+        """Write the checkpoint (on the main process; every rank gives its task state), then pass the barrier."""
+        task = self.task
         task_state = task.state_dict()  # on every rank: a task may gather its ranks' states (RNGs)
-        if is_main:
-            save_torch({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "loss": loss_fn.state_dict(), "scaler": scaler.state_dict(), "monitor": monitor.state_dict(),
-                        "step": step, "log_rows": rows, "epoch_losses": losses, "timings": timings,
-                        "task": task_state, "settings": settings}, ckpt_path)
-        barrier()
+        if self.is_main:
+            save_torch({"model": task.model.state_dict(), "optimizer": task.optimizer.state_dict(),
+                        "loss": task.loss_fn.state_dict(), "scaler": task.scaler.state_dict(),
+                        "monitor": self.monitor.state_dict(), "step": self.step, "log_rows": self.rows,
+                        "epoch_losses": self.losses, "timings": self.timings, "task": task_state,
+                        "settings": self.settings}, self.ckpt_path)
+        self.barrier()
 
-    model.train()
-    if step == 0 and hasattr(task, "initial_columns"):  # the initial model's row (a fresh start only)
-        rows.append({"epoch": 0, "step": 0, "samples_seen": 0, **task.initial_columns()})
-    live = open_curves(curves_dir, rows) if curves_dir is not None else None
-    interactive = sys.stderr.isatty() and is_main
-    # the log line's elapsed time and ETA count from here (the start, or the restart after a resume):
-    # ETA = mean epoch time so far (wall clock, evaluation and checkpoints included) x epochs left
-    loop_start, loop_first_step = time.perf_counter(), step
-    steps_per_epoch = task.steps_per_epoch
-    factor = warmup_cosine(step, total_steps, warmup_steps, final_lr_fraction)
-    while step < total_steps:
-        epoch, start = divmod(step, steps_per_epoch)
+    def _train_epoch(self, epoch: int, start: int) -> float:
+        """The steps of epoch ``epoch`` from its batch ``start`` (a checkpoint every ``checkpoint_every`` steps);
+        returns the learning-rate factor of the last."""
+        task = self.task
         task.begin_epoch(epoch, start)
-        t0 = time.perf_counter()
-        for b in tqdm(range(start, steps_per_epoch), desc=f"{task.run_id} epoch {epoch + 1}/{task.epochs}",
+        interactive = sys.stderr.isatty() and self.is_main
+        for b in tqdm(range(start, task.steps_per_epoch), desc=f"{task.run_id} epoch {epoch + 1}/{task.epochs}",
                       disable=not interactive, leave=False):
-            factor = warmup_cosine(step, total_steps, warmup_steps, final_lr_fraction)
-            for group in optimizer.param_groups:
-                group["lr"] = group["base_lr"] * factor
-            loss = monitor.loss(step, lambda: task.loss(b))  # noqa: B023 (called at once)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            monitor.gradients(model.parameters())
-            if clip_grad_norm > 0:
-                scaler.unscale_(optimizer)  # a no-op unless fp16 on CUDA: the norm is clipped on the true gradient
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-            step += 1
-            if checkpoint_every and step % checkpoint_every == 0 and step < total_steps:
-                checkpoint()
-        seconds = time.perf_counter() - t0
-        row = {"epoch": epoch + 1, "step": step, "samples_seen": step * task.batch_size,
-               "loss": sum(losses) / max(len(losses), 1), "lr": optimizer.param_groups[0]["base_lr"] * factor}
-        samples_per_s = round((steps_per_epoch - start) * task.batch_size / max(seconds, 1e-9), 1)
-        timings.append({"epoch": epoch + 1, "seconds": round(seconds, 3), "samples_per_s": samples_per_s})
+            factor = warmup_cosine(self.step, self.total_steps, self.warmup_steps, self.final_lr_fraction)
+            self._step(b, factor)
+            if self.checkpoint_every and self.step % self.checkpoint_every == 0 and self.step < self.total_steps:
+                self._checkpoint()
+        return factor
+
+    def _step(self, batch: int, factor: float) -> None:
+        """One optimizer step on batch ``batch`` at learning-rate factor ``factor``, watched by the monitor."""
+        task, monitor, optimizer, scaler = self.task, self.monitor, self.task.optimizer, self.task.scaler
+        for group in optimizer.param_groups:
+            group["lr"] = group["base_lr"] * factor
+        loss = monitor.loss(self.step, lambda: task.loss(batch))
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        monitor.gradients(task.model.parameters())
+        if self.clip_grad_norm > 0:
+            scaler.unscale_(optimizer)  # a no-op unless fp16 on CUDA: the norm is clipped on the true gradient
+            torch.nn.utils.clip_grad_norm_(task.model.parameters(), self.clip_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        self.losses.append(loss.item())
+        self.step += 1
+
+    def _end_epoch(self, epoch: int, start: int, seconds: float, factor: float) -> tuple[dict, float]:
+        """Epoch ``epoch``'s row and timing from its ``seconds``, appended; returns the row and its samples/s."""
+        task = self.task
+        row = {"epoch": epoch + 1, "step": self.step, "samples_seen": self.step * task.batch_size,
+               "loss": sum(self.losses) / max(len(self.losses), 1),
+               "lr": task.optimizer.param_groups[0]["base_lr"] * factor}
+        samples_per_s = round((task.steps_per_epoch - start) * task.batch_size / max(seconds, 1e-9), 1)
+        self.timings.append({"epoch": epoch + 1, "seconds": round(seconds, 3), "samples_per_s": samples_per_s})
         row.update(task.epoch_columns(epoch))
-        row.update(monitor.epoch_columns())
-        rows.append(row)
-        losses = []
-        if live is not None:
-            log_epoch(live, row)
-            live.make_summary()
-        if is_main:
-            elapsed = time.perf_counter() - loop_start
-            epoch_seconds = elapsed * steps_per_epoch / (step - loop_first_step)  # a resumed epoch counts partly
-            eta = epoch_seconds * (total_steps - step) / steps_per_epoch
-            log(f"[{task.run_id}] epoch {row['epoch']}/{task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
-                 f"{samples_per_s:.0f} samples/s{describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
-        checkpoint()
-        on_epoch_end(epoch + 1)
-    if is_main and timing_run is not None:
-        if timing_by == "step":
-            timings = [{"step": t["epoch"] * steps_per_epoch, "seconds": t["seconds"]} for t in timings]
-        epoch_times.record(timing_run, timings)
-    return rows
+        row.update(self.monitor.epoch_columns())
+        self.rows.append(row)
+        self.losses = []
+        return row, samples_per_s
+
+    def _log_line(self, row: dict, samples_per_s: float, elapsed: float, steps_done: int) -> None:
+        """The epoch's log line, with the time since the (re)start and an ETA from the ``steps_done`` since then."""
+        steps_per_epoch = self.task.steps_per_epoch
+        epoch_seconds = elapsed * steps_per_epoch / steps_done  # a resumed epoch counts partly
+        eta = epoch_seconds * (self.total_steps - self.step) / steps_per_epoch
+        log(f"[{self.task.run_id}] epoch {row['epoch']}/{self.task.epochs} loss {row['loss']:.4f} lr {row['lr']:.3g} "
+            f"{samples_per_s:.0f} samples/s{self.describe(row)} elapsed {_hms(elapsed)} eta {_hms(eta)}")
