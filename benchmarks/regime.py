@@ -108,9 +108,34 @@ DESIGNS = {d.name: d for d in (
     COMMITTED["synth10"],                          # 20,000: 156 x 3 = 468, 3.0
     Design("synth10", 400, 15),                    # 4,000: 31 x 15 = 465, 14.9
     Design("synth10", 100, 67),                    # 1,000: 7 x 67 = 469, 60.0
+    Design("synth10", 25, 470),                    # 250: 1 x 470 = 470, 240.6
 )}
-VARIANTS = {"simclr": ("simclr", None), "sogclr": ("sogclr", None),
-            **{f"isogclr-t{t}": ("isogclr", t) for t in TAU_INITS}}
+# variant -> (method, knobs pinned over its committed selection)
+TAU_VARIANTS = {f"isogclr-t{t}": ("isogclr", {"tau_init": t}) for t in TAU_INITS}
+CONTROLS = {  # Table 1's controls (issue 56): what tells a failed mechanism from a failed setting
+    f"isogclr-t{CENTRAL_TAU}-eta0": ("isogclr", {"tau_init": CENTRAL_TAU, "eta": 0.0}),  # temperatures frozen
+    "isogclr-paper": ("isogclr", {"tau_init": 0.7, "beta0": 0.8}),  # the paper's tau_init and a beta0 of its grid
+}
+VARIANTS = {"simclr": ("simclr", {}), "sogclr": ("sogclr", {}), **TAU_VARIANTS, **CONTROLS}
+MAIN = ["simclr", "sogclr", *TAU_VARIANTS]  # every design's variants; the controls run at the chosen design
+SOGCLR_AT = "sogclr-tau"  # sogclr-tau<x>: SogCLR at tau x (iSogCLR's final mean temperature at the design)
+
+
+def variant_spec(name: str) -> tuple[str, dict]:
+    """(method, pinned knobs) of a variant: one of VARIANTS or ``sogclr-tau<x>``."""
+    if name in VARIANTS:
+        return VARIANTS[name]
+    if name.startswith(SOGCLR_AT):
+        try:
+            return "sogclr", {"tau": float(name[len(SOGCLR_AT):])}
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"unknown variant {name!r}: one of {list(VARIANTS)} or {SOGCLR_AT}<tau>")
+
+
+def tau_init_of(variant: str) -> float | None:
+    """The tau_init of a plain tau_init variant (the temperature tables read only those)."""
+    return TAU_VARIANTS[variant][1]["tau_init"] if variant in TAU_VARIANTS else None
 
 
 # ---------------------------------------------------------------------------------------------------------- training
@@ -118,7 +143,7 @@ VARIANTS = {"simclr": ("simclr", None), "sogclr": ("sogclr", None),
 def design_params(params: dict, design: Design, variant: str, data_root: Path) -> dict:
     """params.yaml for one (design, variant): the design's images and epochs, iSogCLR's tau_init pinned."""
     out = copy.deepcopy(params)
-    method, tau_init = VARIANTS[variant]
+    method, pins = variant_spec(variant)
     if design.per_class != COMMITTED[design.dataset].per_class:
         counts = list(out["data"]["synthetic"]["per_class"][10])
         out["data"]["synthetic"]["per_class"] = {10: [design.per_class, *counts[1:]]}  # test and val unchanged
@@ -126,8 +151,8 @@ def design_params(params: dict, design: Design, variant: str, data_root: Path) -
     else:
         out["data"]["root"] = str((ROOT / out["data"]["root"]).resolve())
     out["train"]["epochs_by_dataset"][design.dataset] = design.epochs
-    if tau_init is not None:
-        out["methods"][method]["pin"] = {**(out["methods"][method].get("pin") or {}), "tau_init": tau_init}
+    if pins:
+        out["methods"][method]["pin"] = {**(out["methods"][method].get("pin") or {}), **pins}
     return out
 
 
@@ -135,20 +160,20 @@ def paths(work: Path, design: str, variant: str, seed: int) -> tuple[Path, Path,
     """(params file, run folder, checkpoint folder) of one run."""
     ds = DESIGNS[design].dataset
     base = work / design / variant
-    return base / "params.yaml", base / "runs" / f"{VARIANTS[variant][0]}-{ds}-s{seed}", base / "checkpoints"
+    return base / "params.yaml", base / "runs" / f"{variant_spec(variant)[0]}-{ds}-s{seed}", base / "checkpoints"
 
 
 def reference_path(work: Path, design: str, seed: int) -> Path:
     return work / design / "references" / f"s{seed}" / "metrics.json"
 
 
-def prepare(params_path: Path, work: Path, design_name: str) -> None:
-    """Write the design's params files and generate its data (once) outside the project."""
+def prepare(params_path: Path, work: Path, design_name: str, variants: list[str]) -> None:
+    """Write the design's params files of ``variants`` and generate its data (once) outside the project."""
     from isogclr.config.profiles import load_params
     design = DESIGNS[design_name]
     params = load_params(params_path)
     data_root = work / "data" / f"p{design.per_class}"
-    for variant in VARIANTS:
+    for variant in dict.fromkeys(["simclr", *variants]):  # simclr's params also make the data and references
         path = paths(work, design_name, variant, 0)[0]
         text = yaml.safe_dump(design_params(params, design, variant, data_root), sort_keys=False)
         if not path.exists() or path.read_text() != text:
@@ -181,7 +206,7 @@ def run_one(work: Path, design_name: str, variant: str, seed: int) -> None:
         return
     params_file, out, ckpt = paths(work, design_name, variant, seed)
     params = read_params(argparse.Namespace(params=str(params_file)))
-    cfg = grid_run_config(params, VARIANTS[variant][0], design.dataset, seed, True)
+    cfg = grid_run_config(params, variant_spec(variant)[0], design.dataset, seed, True)
     cfg = dataclasses.replace(cfg, validation_split=True)
     t0 = time.perf_counter()
     train_run(cfg, out, ckpt / cfg.run_id)
@@ -202,7 +227,7 @@ def schedule(designs: list[str], variants: list[str], seeds: list[int]) -> list[
 def train_all(params_path: Path, work: Path, designs: list[str], variants: list[str], seeds: list[int],
               jobs: int, deadline: dt.datetime | None) -> None:
     for design in designs:
-        prepare(params_path, work, design)
+        prepare(params_path, work, design, variants)
     todo = [job for job in schedule(designs, variants, seeds) if not done(work, *job)]
     running: list[tuple[subprocess.Popen, tuple]] = []
     env = dict(os.environ, PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
@@ -234,7 +259,7 @@ def collect(work: Path, designs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame,
     tau tables: (design, variant, seed) -> tau.csv frame)."""
     rows, refs, taus = [], [], {}
     for design in designs:
-        for variant in VARIANTS:
+        for variant in sorted(p.name for p in (work / design).iterdir() if (p / "runs").is_dir()):
             for run in sorted((work / design / variant / "runs").glob("*-s*/metrics.json")):
                 seed = int(run.parent.name.rsplit("-s", 1)[1])
                 m = read_json(run)
@@ -242,7 +267,7 @@ def collect(work: Path, designs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame,
                 rows.append({"design": design, "variant": variant, "seed": seed, "val_top1": m["top1"],
                              "val_knn1": m.get("knn1_top1"),
                              "wall_s": float(wall.read_text()) if wall.exists() else float("nan")})
-                if (run.parent / "artifacts" / "tau.csv").exists():
+                if variant in TAU_VARIANTS and (run.parent / "artifacts" / "tau.csv").exists():
                     frame = pd.read_csv(run.parent / "artifacts" / "tau.csv")
                     log = pd.read_csv(run.parent / "train_log.csv")
                     if "tau_mean" in log and len(log) >= 4:  # still moving? the mean's change over the last quarter
@@ -261,14 +286,14 @@ def level_table(runs: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
     """Per design: mean validation top-1 of each method and of the floors (over the seeds each has), and SimCLR's
     margin over the raw-pixel probe and over the random-init probe (target: >= 10 points above both)."""
     out = []
-    for design, r in runs.groupby("design", sort=False):
+    for design, r in runs[runs.variant.isin(MAIN)].groupby("design", sort=False):
         wide = r.pivot_table(index="seed", columns="variant", values="val_top1").dropna()  # the seeds of every method
         means = wide.mean()
         ref = refs[(refs.design == design) & refs.seed.isin(wide.index)] if len(refs) else refs
         raw, rnd = (float(ref[c].mean()) if len(ref) else float("nan") for c in ("raw_pixels", "random_init"))
         simclr = float(means.get("simclr", float("nan")))
         row = {"design": design, "seeds (every method)": " ".join(map(str, wide.index)),
-               **{f"{v} top-1": round(float(means[v]), 2) for v in VARIANTS if v in means},
+               **{f"{v} top-1": round(float(means[v]), 2) for v in MAIN if v in means},
                "raw pixels": round(raw, 2), "random init": round(rnd, 2),
                "SimCLR - raw pixels": round(simclr - raw, 2), "SimCLR - random init": round(simclr - rnd, 2)}
         row["level met (>= 10 above both)"] = bool(min(simclr - raw, simclr - rnd) >= LEVEL_TARGET)
@@ -286,7 +311,7 @@ def tau_table(taus: dict) -> pd.DataFrame:
     the gap fraction of tau_init 0.1 and 0.7 (target < 0.25)."""
     rows = []
     for (design, variant, seed), frame in taus.items():
-        rows.append({"design": design, "tau_init": VARIANTS[variant][1], "seed": seed,
+        rows.append({"design": design, "tau_init": tau_init_of(variant), "seed": seed,
                      "mean": float(frame["tau"].mean()), "sd": float(frame["tau"].std(ddof=1)),
                      "last_quarter": frame.attrs.get("last_quarter", float("nan"))})
     if not rows:
@@ -326,7 +351,7 @@ def slope_table(taus: dict) -> pd.DataFrame:
     from isogclr.analysis.groups import _panel, _within, group_table, within_group_slope
     out = []
     order = list(dict.fromkeys(d for d, _, _ in taus))
-    keys = sorted({(d, v) for d, v, _ in taus}, key=lambda k: (order.index(k[0]), VARIANTS[k[1]][1]))
+    keys = sorted({(d, v) for d, v, _ in taus}, key=lambda k: (order.index(k[0]), tau_init_of(k[1])))
     for design, variant in keys:
         by_seed = {s: group_table(class_frequency(f), "label", "frequency", "tau")
                    for (d, v, s), f in taus.items() if (d, v) == (design, variant)}
@@ -339,7 +364,7 @@ def slope_table(taus: dict) -> pd.DataFrame:
         agreement = verdict.evidence.split("identity agreement (mean pairwise Spearman of the group means across "
                                            "seeds) ")[-1].split(";")[0] if "identity agreement" in verdict.evidence \
             else ""
-        out.append({"design": design, "tau_init": VARIANTS[variant][1], "seeds": len(by_seed),
+        out.append({"design": design, "tau_init": tau_init_of(variant), "seeds": len(by_seed),
                     "slope per log frequency": None if verdict.effect is None else round(verdict.effect, 4),
                     "95% low": None if verdict.ci_low is None else round(verdict.ci_low, 4),
                     "95% high": None if verdict.ci_high is None else round(verdict.ci_high, 4),
@@ -351,25 +376,67 @@ PAIRS = ((f"isogclr-t{CENTRAL_TAU}", "simclr"), ("sogclr", "simclr"), (f"isogclr
          *((f"isogclr-t{t}", "simclr") for t in TAU_INITS if t != CENTRAL_TAU))
 
 
-def paired_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per design and comparison a - b: the mean and sd of the per-seed differences of validation top-1, and the
-    minimum detectable effect (80% power, two-sided 5%) at 5 seeds and at the seeds run."""
-    from isogclr.analysis.stats import min_detectable_effect
+def control_pairs(variants: list[str]) -> list[tuple[str, str]]:
+    """Table 1's controls against what they hold fixed: learned against frozen temperatures (from the same
+    tau_init), individual temperatures against SogCLR at their final mean, the paper's knobs against the selected
+    ones at the same tau_init; and each control against SimCLR and SogCLR."""
+    central = f"isogclr-t{CENTRAL_TAU}"
+    out = [(central, c) for c in variants if c in CONTROLS and c != "isogclr-paper"]
+    out += [(central, v) for v in variants if v.startswith(SOGCLR_AT)]
+    out += [("isogclr-paper", "isogclr-t0.7")] if "isogclr-paper" in variants else []
+    controls = [v for v in variants if v in CONTROLS or v.startswith(SOGCLR_AT)]
+    return out + [(c, ref) for c in controls for ref in ("simclr", "sogclr") if c != ref]
+
+
+def paired_table(runs: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:  # noqa: ANN001
+    """Per design and comparison a - b: the mean and sd of the per-seed differences of validation top-1, the t
+    interval (95%), and the minimum detectable effect (80% power, two-sided 5%) at 5 seeds and at the seeds run."""
+    from isogclr.analysis.stats import min_detectable_effect, t_interval
     out = []
     for design, r in runs.groupby("design", sort=False):
         wide = r.pivot_table(index="seed", columns="variant", values="val_top1")
-        for a, b in PAIRS:
+        for a, b in pairs(list(wide.columns)) if callable(pairs) else pairs:
             if a not in wide or b not in wide:
                 continue
             diff = (wide[a] - wide[b]).dropna()
             if len(diff) < 2:
                 continue
             sd = float(diff.std(ddof=1))
+            ci = t_interval(list(diff))
             out.append({"design": design, "comparison": f"{a} - {b}", "seeds": len(diff),
                         "mean difference": round(float(diff.mean()), 2), "sd of differences": round(sd, 2),
+                        "95% low": round(ci.low, 2), "95% high": round(ci.high, 2),
                         "MDE at 5 seeds": round(min_detectable_effect(sd, 5), 2),
                         "MDE at the seeds run": round(min_detectable_effect(sd, len(diff)), 2)})
     return pd.DataFrame(out)
+
+
+def denominator_table(work: Path, designs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per run, per design): SogCLR's final u_i against the exact g_i over the whole set
+    (:func:`regime_state.denominator_row`), for every SogCLR run that kept its state (``local/state.pt``); each
+    run's row is kept beside it (``denominator.json``) so that a second report reads it."""
+    from regime_state import denominator_row
+
+    from isogclr.io import save_json
+    rows = []
+    for design in designs:
+        for variant in ["sogclr", *(p.name for p in sorted((work / design).glob(f"{SOGCLR_AT}*")))]:
+            for run in sorted((work / design / variant / "runs").glob("*-s*/local/state.pt")):
+                run_dir = run.parent.parent
+                cached = run_dir / "denominator.json"
+                seed = int(run_dir.name.rsplit("-s", 1)[1])
+                if not cached.exists():
+                    save_json(denominator_row(run_dir, paths(work, design, variant, seed)[0],
+                                              DESIGNS[design].dataset, seed), cached)
+                rows.append({"design": design, "variant": variant, "seed": seed, **read_json(cached)})
+    per_run = pd.DataFrame(rows)
+    if per_run.empty:
+        return per_run, per_run
+    metrics = [c for c in per_run.columns if c.startswith(("u: ", "batch: "))]
+    summary = (per_run.groupby(["design", "variant"], sort=False)
+               .agg(seeds=("seed", "nunique"), n=("n", "first"), tau=("tau", "first"), gamma=("gamma", "first"),
+                    **{m: (m, "mean") for m in metrics}).reset_index().round(4))
+    return per_run, summary
 
 
 def design_table(designs: list[str], runs: pd.DataFrame, batch: int = 128) -> pd.DataFrame:
@@ -416,13 +483,17 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
     level = level_table(runs, refs)
     tau = tau_table(taus)
     slope = slope_table(taus)
-    paired = paired_table(runs)
+    paired = paired_table(runs[runs.variant.isin(MAIN)])
+    controls = paired_table(runs, control_pairs)
+    denominator_runs, denominator = denominator_table(work, present)
     per_run = runs.merge(refs, on=["design", "seed"], how="left").sort_values(["design", "variant", "seed"])
     save_text(csv_text(design.to_dict("records")), out / "regime_designs.csv")
     save_text(csv_text(level.to_dict("records")), out / "regime.csv")
     save_text(csv_text(tau.to_dict("records")), out / "regime_tau.csv")
     save_text(csv_text(slope.to_dict("records")), out / "regime_slope.csv")
     save_text(csv_text(paired.to_dict("records")), out / "regime_paired.csv")
+    save_text(csv_text(controls.to_dict("records")), out / "regime_controls.csv")
+    save_text(csv_text(denominator_runs.round(4).to_dict("records")), out / "regime_denominator.csv")
     save_text(csv_text(per_run.round(4).to_dict("records")), out / "regime_runs.csv")
     counts = runs.groupby(["design", "variant"])["seed"].apply(lambda s: " ".join(map(str, sorted(s))))
     ran = "; ".join(f"{d} {v}: seeds {s}" for (d, v), s in counts.items())
@@ -466,16 +537,36 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
         f"Per-seed differences of validation top-1 (iSogCLR at tau_init {CENTRAL_TAU} is the central one; the other "
         "tau_inits beside it); MDE: paired t test, 80% power, two-sided 5%.\n",
         markdown(paired),
+        "\n## Table 1's controls\n",
+        f"At the chosen design: iSogCLR from tau_init {CENTRAL_TAU} with eta 0 (its temperatures frozen at "
+        f"tau_init: what learning them adds), SogCLR at iSogCLR's final mean temperature (`{SOGCLR_AT}<x>`: "
+        "individual temperatures against one global one at their mean), and iSogCLR at the paper's knobs "
+        "(`isogclr-paper`: tau_init 0.7, beta0 0.8, the rest at the selection) against the selected beta0 0.5 at the "
+        "same tau_init. Per-seed differences of validation top-1, the t interval over seeds (95%).\n",
+        markdown(controls),
+        "\n## SogCLR's u_i against the exact per-sample denominator\n",
+        "`benchmarks/regime_state.py`: the final u_i (`local/state.pt`) against g_i computed over the whole set "
+        "with the final weights (every other sample's two views, the mean over 4 fresh augmentation draws); each "
+        "sample is the mean over its two views. `u:` the moving average; `batch:` one fresh mini-batch estimate "
+        "(the run's batch, one epoch's partition): the error a moving average with gamma 1 and no staleness would "
+        "have. Spearman over samples; |ratio - 1| median over samples; each the mean over seeds.\n",
+        markdown(denominator),
     ]
     save_text("\n".join(text), out / "regime.md")
     return "\n".join(text)
+
+
+def _variant(name: str) -> str:
+    variant_spec(name)
+    return name
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--designs", nargs="+", choices=list(DESIGNS),
                     default=["lt-p2000-e12", "lt-p400-e65", "lt-p100-e456"])
-    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    ap.add_argument("--variants", nargs="+", type=_variant, default=["simclr", "sogclr", *TAU_VARIANTS],
+                    help=f"of {list(VARIANTS)} or {SOGCLR_AT}<tau>")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     ap.add_argument("--work", type=Path, default=Path("/tmp/regime"))

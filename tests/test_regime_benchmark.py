@@ -40,8 +40,9 @@ def test_every_design_is_within_ten_percent_of_the_committed_steps(name):
     assert regime.within_steps(design, regime.COMMITTED[design.dataset])
 
 
-def test_designs_span_12_to_240_updates_on_the_long_tail():
-    updates = [d.updates() for d in regime.DESIGNS.values() if d.dataset == "synth10_lt"]
+@pytest.mark.parametrize("dataset", ["synth10_lt", "synth10"])
+def test_designs_span_12_to_240_updates_on_each_set(dataset):
+    updates = [d.updates() for d in regime.DESIGNS.values() if d.dataset == dataset]
     assert min(updates) < 13 and max(updates) >= 240
 
 
@@ -127,3 +128,52 @@ def test_help_works():
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "regime.py"), "--help"], capture_output=True,
                           text=True, cwd=ROOT, check=True)
     assert "--work" in done.stdout and "--report" in done.stdout
+
+
+def test_variants_pin_their_knobs(tmp_path):
+    assert regime.variant_spec("isogclr-t0.3-eta0") == ("isogclr", {"tau_init": 0.3, "eta": 0.0})
+    assert regime.variant_spec("sogclr-tau0.47") == ("sogclr", {"tau": 0.47})
+    with pytest.raises(Exception, match="unknown variant 'sogclr-taux'"):
+        regime.variant_spec("sogclr-taux")
+    params = {"data": {"root": "data", "synthetic": {"per_class": {10: [2000, 1000, 1000]}}},
+              "train": {"epochs_by_dataset": {"synth10_lt": 12}},
+              "methods": {"isogclr": {"tau_init": "selected"}, "sogclr": {"tau": "selected"}}}
+    out = regime.design_params(params, regime.DESIGNS["lt-p200-e152"], "isogclr-paper", tmp_path)
+    assert out["methods"]["isogclr"]["pin"] == {"tau_init": 0.7, "beta0": 0.8}
+    assert regime.design_params(params, regime.DESIGNS["lt-p200-e152"], "sogclr-tau0.5",
+                                tmp_path)["methods"]["sogclr"]["pin"] == {"tau": 0.5}
+    assert regime.tau_init_of("isogclr-t0.7") == 0.7 and regime.tau_init_of("isogclr-t0.3-eta0") is None
+
+
+def test_control_pairs_set_each_control_against_what_it_holds_fixed():
+    pairs = regime.control_pairs(["simclr", "sogclr", "isogclr-t0.3", "isogclr-t0.7", "isogclr-t0.3-eta0",
+                                  "isogclr-paper", "sogclr-tau0.47"])
+    assert pairs[:3] == [("isogclr-t0.3", "isogclr-t0.3-eta0"), ("isogclr-t0.3", "sogclr-tau0.47"),
+                         ("isogclr-paper", "isogclr-t0.7")]
+    assert ("sogclr-tau0.47", "sogclr") in pairs and ("isogclr-paper", "simclr") in pairs
+    assert regime.control_pairs(["simclr", "sogclr", "isogclr-t0.3"]) == []
+    runs = pd.DataFrame({"design": "d", "variant": ["isogclr-t0.3"] * 3 + ["isogclr-t0.3-eta0"] * 3,
+                         "seed": [0, 1, 2] * 2, "val_top1": [31.0, 20.0, 27.0, 30.0, 20.0, 25.0]})
+    row = regime.paired_table(runs, regime.control_pairs).iloc[0]
+    assert row["comparison"] == "isogclr-t0.3 - isogclr-t0.3-eta0" and row["mean difference"] == 1.0
+    assert row["95% low"] < 1.0 < row["95% high"]
+
+
+def test_exact_denominator_is_the_mean_over_the_other_samples_views():
+    import math
+
+    import regime_state
+    import torch
+    import torch.nn.functional as F
+
+    z = F.normalize(torch.randn(7, 2, 5, dtype=torch.float64), dim=2)
+    tau = 0.3
+    brute = []
+    for i in range(7):
+        others = torch.cat([z[j] for j in range(7) if j != i])  # the 12 views of the other samples
+        brute.append(math.log(float(torch.exp(z[i] @ others.T / tau).mean())))
+    assert torch.allclose(regime_state.exact_log_g(z, tau), torch.tensor(brute, dtype=torch.float64))
+    rows, log_b = regime_state.batch_log_g(z, tau, 3, torch.Generator().manual_seed(0))
+    assert len(rows) == 6 and len(set(rows.tolist())) == 6  # two batches of 3, the last sample dropped
+    first = rows[:3]
+    assert torch.allclose(log_b[:3], regime_state.exact_log_g(z[first], tau))

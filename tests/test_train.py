@@ -60,9 +60,12 @@ def test_run_writes_outputs_and_is_deterministic(tmp_path, smoke_params, smoke_d
     # what a run keeps: small committed files (the export only with export=True) and the float32 local/ copies
     committed = {"metrics.json", "knobs.json", "train_log.csv", "artifacts/config.json", "artifacts/machine.json",
                  "artifacts/tau.csv"}
-    local = {"local/encoder.pt", "local/features.pt", "local/run.lock"}  # run.lock: the run folder's lock
+    # run.lock: the run folder's lock; state.pt: the head's and the loss's final state
+    local = {"local/encoder.pt", "local/state.pt", "local/features.pt", "local/run.lock"}
     assert run_files(run) == committed | local | {"artifacts/encoder.pt", "artifacts/features.pt"}
     assert run_files(tmp_path / "b") == committed | local
+    state = torch.load(run / "local" / "state.pt", weights_only=True)  # the final per-sample state, as tau.csv
+    assert state["loss"]["tau"].tolist() == pytest.approx(taus, abs=1e-6) and state["loss"]["s.log_s"].shape[0] == 400
     assert sorted(p.name for p in (run / "dvclive").iterdir()) == ["metrics.json", "plots"]
     # the machine on record, beside the config: this machine, the same bytes for both runs (no clock, no host)
     assert json.loads((run / "artifacts" / "machine.json").read_text()) == machine.describe()

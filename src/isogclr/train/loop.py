@@ -23,6 +23,9 @@ A run writes into ``out_dir``:
 Everything above is small and committed in git. For the user's own use, never tracked (``.gitignore``):
 
 * ``local/encoder.pt``: the encoder's float32 state_dict;
+* ``local/state.pt``: ``{"head": ..., "loss": ...}``, the projection head's and the loss's float32 state_dicts
+  (the per-sample state: SogCLR's log u_i, iSogCLR's tau_i and moving averages), what an analysis of the final
+  per-sample state reads beside ``encoder.pt``;
 * ``local/features.pt``: frozen float32 features and labels of the train and test splits.
 
 While it runs, ``ckpt_dir/checkpoint.pt`` holds model, optimizer, loss state (s, u, tau),
@@ -312,6 +315,7 @@ def _write_outputs(cfg: RunConfig, out_dir: Path, model, loss_fn, train_data, lo
         save_text(csv_text(rows), artifacts / "tau.csv")
     encoder_state = model.encoder.state_dict()
     save_torch(encoder_state, out_dir / "local" / "encoder.pt")  # float32, never tracked
+    save_torch({"head": model.head.state_dict(), "loss": loss_fn.state_dict()}, out_dir / "local" / "state.pt")
     if export:
         save_torch(_half(encoder_state), artifacts / "encoder.pt")
     else:  # a rerun of a folder exported before (outside DVC, which clears outputs) keeps no stale export
