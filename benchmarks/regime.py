@@ -108,6 +108,7 @@ DESIGNS = {d.name: d for d in (
     COMMITTED["synth10"],                          # 20,000: 156 x 3 = 468, 3.0
     Design("synth10", 400, 15),                    # 4,000: 31 x 15 = 465, 14.9
     Design("synth10", 100, 67),                    # 1,000: 7 x 67 = 469, 60.0
+    Design("synth10", 50, 156),                    # 500: 3 x 156 = 468, 119.8
     Design("synth10", 25, 470),                    # 250: 1 x 470 = 470, 240.6
 )}
 # variant -> (method, knobs pinned over its committed selection)
@@ -411,6 +412,44 @@ def paired_table(runs: pd.DataFrame, pairs=PAIRS) -> pd.DataFrame:  # noqa: ANN0
     return pd.DataFrame(out)
 
 
+def pool_runs(work: Path, designs: list[str], pool_root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, references) as :func:`collect` gives them, with each run's validation top-1 of the linear probe on
+    the fixed labeled pool (:func:`regime_state.pool_probe`) in ``val_top1``, and the no-learning rows on the same
+    pool: the raw pixels (one number) and the encoder as each seed initializes it. Cached beside each run
+    (``pool_probe.json``) and in ``work/pool_floors``."""
+    from regime_state import POOL_PER_CLASS, pool_probe
+
+    from isogclr.io import save_json
+
+    def cached(path: Path, *args, **kwargs) -> float:  # noqa: ANN002, ANN003
+        if not path.exists():
+            save_json({"top1": pool_probe(*args, pool_root=pool_root, **kwargs), "pool_per_class": POOL_PER_CLASS},
+                      path)
+        return float(read_json(path)["top1"])
+
+    rows, refs = [], []
+    for design in designs:
+        dataset = DESIGNS[design].dataset
+        for variant in sorted(p.name for p in (work / design).iterdir() if (p / "runs").is_dir()):
+            params_file = paths(work, design, variant, 0)[0]
+            method = variant_spec(variant)[0]
+            for encoder in sorted((work / design / variant / "runs").glob("*-s*/local/encoder.pt")):
+                run_dir = encoder.parent.parent
+                seed = int(run_dir.name.rsplit("-s", 1)[1])
+                top1 = cached(run_dir / "pool_probe.json",
+                              params_file, method, dataset, seed, run_dir=run_dir)
+                rows.append({"design": design, "variant": variant, "seed": seed, "val_top1": top1})
+        simclr = paths(work, design, "simclr", 0)[0]
+        seeds = sorted({r["seed"] for r in rows if r["design"] == design})
+        raw = cached(work / "pool_floors" / f"{dataset}-raw.json",
+                     simclr, "simclr", dataset, -1)
+        for seed in seeds:
+            rnd = cached(work / "pool_floors" / f"{dataset}-s{seed}.json",
+                         simclr, "simclr", dataset, seed)
+            refs.append({"design": design, "seed": seed, "raw_pixels": raw, "random_init": rnd})
+    return pd.DataFrame(rows), pd.DataFrame(refs)
+
+
 def denominator_table(work: Path, designs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per run, per design): SogCLR's final u_i against the exact g_i over the whole set
     (:func:`regime_state.denominator_row`), for every SogCLR run that kept its state (``local/state.pt``); each
@@ -474,7 +513,8 @@ def machine_line(work: Path) -> str:
     return "; ".join(f"{k} ({n} runs)" for k, n in records.items()) or "not recorded"
 
 
-def report(work: Path, designs: list[str], out: Path, commands: list[str], notes: list[str]) -> str:
+def report(work: Path, designs: list[str], out: Path, commands: list[str], notes: list[str],
+           pool_root: Path = ROOT / "data") -> str:
     runs, refs, taus = collect(work, designs)
     if runs.empty:
         raise SystemExit(f"{work}: no runs of {designs} to report")
@@ -486,6 +526,9 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
     paired = paired_table(runs[runs.variant.isin(MAIN)])
     controls = paired_table(runs, control_pairs)
     denominator_runs, denominator = denominator_table(work, present)
+    pooled, pool_refs = pool_runs(work, present, pool_root)
+    pool_level = level_table(pooled, pool_refs)
+    pool_paired = pd.concat([paired_table(pooled[pooled.variant.isin(MAIN)]), paired_table(pooled, control_pairs)])
     per_run = runs.merge(refs, on=["design", "seed"], how="left").sort_values(["design", "variant", "seed"])
     save_text(csv_text(design.to_dict("records")), out / "regime_designs.csv")
     save_text(csv_text(level.to_dict("records")), out / "regime.csv")
@@ -494,6 +537,8 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
     save_text(csv_text(paired.to_dict("records")), out / "regime_paired.csv")
     save_text(csv_text(controls.to_dict("records")), out / "regime_controls.csv")
     save_text(csv_text(denominator_runs.round(4).to_dict("records")), out / "regime_denominator.csv")
+    save_text(csv_text(pooled.merge(pool_refs, on=["design", "seed"], how="left").round(4).to_dict("records")),
+              out / "regime_pool_runs.csv")
     save_text(csv_text(per_run.round(4).to_dict("records")), out / "regime_runs.csv")
     counts = runs.groupby(["design", "variant"])["seed"].apply(lambda s: " ".join(map(str, sorted(s))))
     ran = "; ".join(f"{d} {v}: seeds {s}" for (d, v), s in counts.items())
@@ -521,6 +566,12 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
         "Mean validation top-1 over seeds; target: SimCLR at least 10 points above the raw-pixel probe and the "
         "random-init encoder probe.\n",
         markdown(level),
+        "\nThe same encoders probed on one fixed labeled pool (`benchmarks/regime_state.py` `pool_probe`: the first "
+        "500 images a class of the committed balanced `synth10` training split, 5,000 images, for every design; "
+        "the floors on the same pool), scored on the same validation split. A design's own training set is also "
+        "its probe's: 242 to 4,958 long-tailed images, the rarest class 1 to 20 of them, so the level above mixes "
+        "the representation with the probe's labels; this one measures the representation.\n",
+        markdown(pool_level),
         "\n## iSogCLR's final temperatures from each tau_init\n",
         "Mean and sd over samples of `artifacts/tau.csv`, each the mean over seeds; gap fraction = (final mean from "
         "0.7 - final mean from 0.1) / 0.6 (Figures 8/9's target: < 0.25), and its sd over the seeds (each seed's own "
@@ -544,6 +595,8 @@ def report(work: Path, designs: list[str], out: Path, commands: list[str], notes
         "(`isogclr-paper`: tau_init 0.7, beta0 0.8, the rest at the selection) against the selected beta0 0.5 at the "
         "same tau_init. Per-seed differences of validation top-1, the t interval over seeds (95%).\n",
         markdown(controls),
+        "\nThe central comparisons and the controls again, each run probed on the fixed pool:\n",
+        markdown(pool_paired),
         "\n## SogCLR's u_i against the exact per-sample denominator\n",
         "`benchmarks/regime_state.py`: the final u_i (`local/state.pt`) against g_i computed over the whole set "
         "with the final weights (every other sample's two views, the mean over 4 fresh augmentation draws); each "
@@ -573,6 +626,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--deadline", help="HH:MM UTC today: no run is started after it")
     ap.add_argument("--report", action="store_true", help="write reports/benchmarks/regime.md and regime*.csv")
+    ap.add_argument("--pool-root", type=Path, default=ROOT / "data",
+                    help="the data root whose synth10 training split is the fixed probe pool (the committed data)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "benchmarks")
     ap.add_argument("--command", action="append", default=[], help="a command the report lists as what made its runs")
     ap.add_argument("--note", action="append", default=[], help="a line the report states (what was dropped)")
@@ -584,7 +639,7 @@ def main() -> None:
     elif args.report:
         print(report(work, args.designs, args.out, args.command or [
             f"python benchmarks/regime.py --designs {' '.join(args.designs)} --seeds "
-            f"{' '.join(map(str, args.seeds))} --work {args.work}"], args.note))
+            f"{' '.join(map(str, args.seeds))} --work {args.work}"], args.note, args.pool_root.resolve()))
     else:
         deadline = None
         if args.deadline:

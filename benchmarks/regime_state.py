@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from scipy import stats
 
 DRAWS = 4
+POOL_PER_CLASS = 500  # the fixed probe pool: 5,000 balanced labeled images
 FIRST_DRAW_EPOCH = 100_000  # keyed epochs of the fresh draws: past any run's own
 
 
@@ -120,3 +121,41 @@ if __name__ == "__main__":
     run, params_path = Path(sys.argv[1]), Path(sys.argv[2])
     ds, s = run.name.rsplit("-s", 1)
     print(denominator_row(run, params_path, ds.split("-", 1)[1], int(s)))
+
+
+def pool_probe(params_file: Path, method: str, dataset: str, seed: int, pool_root: Path,
+               run_dir: Path | None = None, pool_per_class: int = POOL_PER_CLASS) -> float:
+    """Validation top-1 of a linear probe trained on a fixed labeled pool instead of the run's own training set:
+    the first ``pool_per_class`` images a class of the balanced ``synth10`` training split under ``pool_root``
+    (the committed data), scored on the design's validation split with the run's probe settings. The features are
+    those of the run's encoder (``run_dir/local/encoder.pt``), or with ``run_dir`` None the no-learning rows: the
+    encoder as ``seed`` initializes it (``seed`` >= 0, as :func:`isogclr.train.references.no_learning`) or the raw
+    pixels (``seed`` -1). The same pool for every design: its level measures the representation, not how many
+    labels the design's own (small, long-tailed) training set leaves the probe."""
+    import argparse
+
+    from isogclr.commands import read_params
+    from isogclr.config.selection import grid_run_config
+    from isogclr.data import load_dataset
+    from isogclr.eval.linear_probe import extract_features, linear_probe
+    from isogclr.models import ContrastiveModel
+    from isogclr.train.references import raw_pixel_probe
+
+    torch.set_num_threads(1)
+    params = read_params(argparse.Namespace(params=str(params_file)))
+    cfg = dataclasses.replace(grid_run_config(params, method, dataset, max(seed, 0), True), validation_split=True)
+    full = load_dataset("synth10", pool_root, "train")
+    keep = torch.cat([torch.nonzero(full.labels == c).flatten()[:pool_per_class] for c in range(full.num_classes)])
+    pool = dataclasses.replace(full, images=full.images[keep], labels=full.labels[keep],
+                               source_index=full.source_index[keep], superclass=None, extra={})
+    val = load_dataset(dataset, cfg.data_root, "val")
+    if run_dir is None and seed < 0:
+        return float(raw_pixel_probe(pool, val, cfg))
+    torch.manual_seed(max(seed, 0))
+    encoder = ContrastiveModel(cfg.encoder, cfg.head).encoder
+    if run_dir is not None:
+        encoder.load_state_dict(torch.load(run_dir / "local" / "encoder.pt", weights_only=True))
+    device = torch.device("cpu")
+    return float(linear_probe(extract_features(encoder, pool.images, device), pool.labels,
+                              extract_features(encoder, val.images, device), val.labels, pool.num_classes,
+                              cfg.probe, seed=max(seed, 0))["top1"])
