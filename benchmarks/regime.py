@@ -16,6 +16,11 @@ selection's split: 1,000 images a class, split seed 3) instead of the test split
 no-learning rows (``isogclr.train.references.no_learning``: the raw-pixel probe and the probe of the encoder as
 initialized by the run's seed) are computed on the same training set and validation split for every seed.
 
+At the chosen design the controls of Table 1's deficit run beside them (``CONTROLS``: iSogCLR with eta 0, at the
+paper's tau_init 0.7 and beta0 0.8; ``sogclr-tau<x>``: SogCLR at iSogCLR's final mean temperature). Every encoder is
+also probed on one fixed labeled pool (:func:`regime_state.pool_probe`), and SogCLR's final u_i is compared with the
+exact per-sample denominator (:func:`regime_state.denominator_row`).
+
 Per design the report gives the level (SimCLR against both floors), iSogCLR's final temperatures from each
 tau_init (``artifacts/tau.csv``: mean and sd over samples, each the mean over seeds) and the gap between the
 final means from 0.1 and 0.7 as a fraction of the initial 0.6, tau against log class frequency with a class
@@ -108,6 +113,7 @@ DESIGNS = {d.name: d for d in (
     COMMITTED["synth10"],                          # 20,000: 156 x 3 = 468, 3.0
     Design("synth10", 400, 15),                    # 4,000: 31 x 15 = 465, 14.9
     Design("synth10", 100, 67),                    # 1,000: 7 x 67 = 469, 60.0
+    Design("synth10", 200, 31),                    # 2,000: 15 x 31 = 465, 29.8 (the balanced set of lt-p200-e152)
     Design("synth10", 50, 156),                    # 500: 3 x 156 = 468, 119.8
     Design("synth10", 25, 470),                    # 250: 1 x 470 = 470, 240.6
 )}
@@ -352,7 +358,8 @@ def slope_table(taus: dict) -> pd.DataFrame:
     from isogclr.analysis.groups import _panel, _within, group_table, within_group_slope
     out = []
     order = list(dict.fromkeys(d for d, _, _ in taus))
-    keys = sorted({(d, v) for d, v, _ in taus}, key=lambda k: (order.index(k[0]), tau_init_of(k[1])))
+    keys = sorted({(d, v) for d, v, _ in taus if DESIGNS[d].dataset == "synth10_lt"},  # a balanced set: no slope
+                  key=lambda k: (order.index(k[0]), tau_init_of(k[1])))
     for design, variant in keys:
         by_seed = {s: group_table(class_frequency(f), "label", "frequency", "tau")
                    for (d, v, s), f in taus.items() if (d, v) == (design, variant)}
