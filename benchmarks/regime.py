@@ -358,7 +358,8 @@ def slope_table(taus: dict) -> pd.DataFrame:
     from isogclr.analysis.groups import _panel, _within, group_table, within_group_slope
     out = []
     order = list(dict.fromkeys(d for d, _, _ in taus))
-    keys = sorted({(d, v) for d, v, _ in taus if DESIGNS[d].dataset == "synth10_lt"},  # a balanced set: no slope
+    balanced = {d for d, _, _ in taus if d in DESIGNS and DESIGNS[d].dataset == "synth10"}  # one frequency: no slope
+    keys = sorted({(d, v) for d, v, _ in taus if d not in balanced},
                   key=lambda k: (order.index(k[0]), tau_init_of(k[1])))
     for design, variant in keys:
         by_seed = {s: group_table(class_frequency(f), "label", "frequency", "tau")
