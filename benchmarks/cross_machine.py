@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isogclr import machine
 from isogclr.analysis.table1 import longtail_gain_verdict, no_learning_floors, table1_verdicts
 from isogclr.analysis.tables import collect_runs
 from isogclr.analysis.testbed import reference_runs
@@ -50,7 +51,11 @@ REAL = "other machine"  # the column label of the real second machine's verdicts
 
 def train_sample(params_path: Path, work: Path, methods: list[str], datasets: list[str], seeds: list[int],
                  capability: str) -> None:
-    """Train every (method, dataset, seed) of the sample that ``work`` does not hold yet, under ``capability``."""
+    """Train every (method, dataset, seed) of the sample that ``work`` does not hold yet, under ``capability``
+    (refused, before any training, on a CPU that lacks it: ATen would not run those kernels)."""
+    if not machine.runs_aten_capability(capability, machine.cpu_flags()):
+        raise SystemExit(f"--capability {capability}: this CPU ({machine.isa_level(machine.cpu_flags())}) cannot run "
+                         "those kernels; emulate a capability at or below its own")
     env = dict(os.environ, ATEN_CPU_CAPABILITY=capability, PYTHONHASHSEED="0", HF_HUB_OFFLINE="1")
     for dataset in datasets:
         for method in methods:

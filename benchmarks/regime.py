@@ -196,25 +196,20 @@ def run_one(work: Path, design_name: str, variant: str, seed: int) -> None:
     """One run in this process: ``python -m isogclr train --tuned``'s training, its probe on the validation split;
     for variant ``references``, the no-learning rows on the same split."""
     import torch
+    from regime_state import design_config
 
-    from isogclr.commands import read_params
-    from isogclr.config.selection import grid_run_config
     from isogclr.train.loop import train_run
     from isogclr.train.references import no_learning
 
     torch.set_num_threads(1)
     design = DESIGNS[design_name]
     if variant == "references":
-        params = read_params(argparse.Namespace(params=str(paths(work, design_name, "simclr", seed)[0])))
-        cfg = grid_run_config(params, "simclr", design.dataset, seed, True)
-        cfg = dataclasses.replace(cfg, validation_split=True)
+        cfg = design_config(paths(work, design_name, "simclr", seed)[0], "simclr", design.dataset, seed)
         metrics = no_learning(cfg, [seed], reference_path(work, design_name, seed).parent)
         print(f"[{design_name} references s{seed}] {metrics}", flush=True)
         return
     params_file, out, ckpt = paths(work, design_name, variant, seed)
-    params = read_params(argparse.Namespace(params=str(params_file)))
-    cfg = grid_run_config(params, variant_spec(variant)[0], design.dataset, seed, True)
-    cfg = dataclasses.replace(cfg, validation_split=True)
+    cfg = design_config(params_file, variant_spec(variant)[0], design.dataset, seed)
     t0 = time.perf_counter()
     train_run(cfg, out, ckpt / cfg.run_id)
     save_text(f"{time.perf_counter() - t0:.1f}\n", out / "wall_seconds.txt")

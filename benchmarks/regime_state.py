@@ -36,6 +36,18 @@ POOL_PER_CLASS = 500  # the fixed probe pool: 5,000 balanced labeled images
 FIRST_DRAW_EPOCH = 100_000  # keyed epochs of the fresh draws: past any run's own
 
 
+def design_config(params_file: Path, method: str, dataset: str, seed: int):  # noqa: ANN201
+    """The run config of ``method`` on ``dataset`` at ``seed`` under a design's params file (``--tuned``, every
+    knob at its selection or pin), its probe scored on the validation split: what every regime run trains."""
+    import argparse
+
+    from isogclr.commands import read_params
+    from isogclr.config.selection import grid_run_config
+
+    params = read_params(argparse.Namespace(params=str(params_file)))
+    return dataclasses.replace(grid_run_config(params, method, dataset, seed, True), validation_split=True)
+
+
 def _views(task, draw_epoch: int) -> torch.Tensor:
     """(n, 2, d) normalized projections of every training sample's two views under one keyed draw."""
     from isogclr.data import keyed
@@ -87,16 +99,11 @@ def _agreement(log_est: np.ndarray, log_exact: np.ndarray) -> dict[str, float]:
 
 def denominator_row(run_dir: Path, params_file: Path, dataset: str, seed: int, draws: int = DRAWS) -> dict:
     """One SogCLR run's final u_i against the exact g_i (see the module docstring)."""
-    import argparse
-
-    from isogclr.commands import read_params
-    from isogclr.config.selection import grid_run_config
     from isogclr.train import distributed
     from isogclr.train.loop import UnimodalTask, load_splits
 
     torch.set_num_threads(1)
-    params = read_params(argparse.Namespace(params=str(params_file)))
-    cfg = dataclasses.replace(grid_run_config(params, "sogclr", dataset, seed, True), validation_split=True)
+    cfg = design_config(params_file, "sogclr", dataset, seed)
     ctx = distributed.setup(torch.device("cpu"))
     task = UnimodalTask(cfg, ctx, *load_splits(cfg), False)
     state = torch.load(run_dir / "local" / "state.pt", weights_only=True)
@@ -132,18 +139,13 @@ def pool_probe(params_file: Path, method: str, dataset: str, seed: int, pool_roo
     encoder as ``seed`` initializes it (``seed`` >= 0, as :func:`isogclr.train.references.no_learning`) or the raw
     pixels (``seed`` -1). The same pool for every design: its level measures the representation, not how many
     labels the design's own (small, long-tailed) training set leaves the probe."""
-    import argparse
-
-    from isogclr.commands import read_params
-    from isogclr.config.selection import grid_run_config
     from isogclr.data import load_dataset
     from isogclr.eval.linear_probe import extract_features, linear_probe
     from isogclr.models import ContrastiveModel
     from isogclr.train.references import raw_pixel_probe
 
     torch.set_num_threads(1)
-    params = read_params(argparse.Namespace(params=str(params_file)))
-    cfg = dataclasses.replace(grid_run_config(params, method, dataset, max(seed, 0), True), validation_split=True)
+    cfg = design_config(params_file, method, dataset, max(seed, 0))
     full = load_dataset("synth10", pool_root, "train")
     keep = torch.cat([torch.nonzero(full.labels == c).flatten()[:pool_per_class] for c in range(full.num_classes)])
     pool = dataclasses.replace(full, images=full.images[keep], labels=full.labels[keep],

@@ -115,3 +115,11 @@ def test_a_folder_that_is_no_table1_run_is_named(tmp_path):
     spec = cross_machine.table_spec(load_params(ROOT / "params.yaml"), "table1")
     with pytest.raises(ValueError, match="simclr-synth10_lt-s99"):
         cross_machine.other_machine_runs(tmp_path / "other", spec)
+
+
+def test_the_emulation_refuses_a_capability_this_cpu_lacks(tmp_path, monkeypatch):
+    """On a CPU without AVX-512 (constructed flags), an avx512 emulation stops before any training."""
+    monkeypatch.setattr(cross_machine.machine, "cpu_flags", lambda: frozenset({"sse2", "avx", "avx2"}))
+    monkeypatch.setattr(cross_machine.subprocess, "run", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(SystemExit, match="--capability avx512: this CPU \\(avx2\\)"):
+        cross_machine.train_sample(ROOT / "params.yaml", tmp_path, ["simclr"], ["synth10_lt"], [0], "avx512")

@@ -99,3 +99,11 @@ def test_every_committed_run_records_its_machine():
         threads = (config["train"] if "train" in config else config)["num_threads"]
         assert record["torch_threads"] == threads or not threads, path  # 0: torch's default, the machine's cores
         assert "recorded" not in record or "byte for byte" in record["recorded"], path  # written afterwards: how known
+
+
+@pytest.mark.parametrize(("flags", "runs"), [(AVX512, {"default", "avx2", "avx512"}), (AVX2, {"default", "avx2"}),
+                                             ({"pni", "avx"}, {"default"}), (None, {"default"})])
+def test_an_aten_capability_runs_only_where_the_flags_reach_it(flags, runs):
+    assert {c for c in machine.ATEN_LEVELS if machine.runs_aten_capability(c, flags)} == runs
+    with pytest.raises(ValueError, match="'avx9'"):
+        machine.runs_aten_capability("avx9", flags)

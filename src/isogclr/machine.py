@@ -65,6 +65,20 @@ def isa_level(flags: frozenset[str] | set[str] | None) -> str:
                 "default")
 
 
+ATEN_LEVELS = ("default", "avx2", "avx512")  # ATEN_CPU_CAPABILITY values on x86, narrowest first
+
+
+def runs_aten_capability(capability: str, flags: frozenset[str] | set[str] | None) -> bool:
+    """Whether a CPU with ``flags`` can run ATen's ``capability`` kernels (``ATEN_CPU_CAPABILITY``): ``default``
+    everywhere, ``avx2`` and ``avx512`` only where :func:`isa_level` reaches them;
+    unknown flags run ``default`` only."""
+    level = isa_level(flags)
+    if capability not in ATEN_LEVELS:
+        raise ValueError(f"ATEN_CPU_CAPABILITY: one of {ATEN_LEVELS}, got {capability!r}")
+    have = ATEN_LEVELS.index(level) if level in ATEN_LEVELS else 0
+    return ATEN_LEVELS.index(capability) <= have
+
+
 def openblas_coretypes(flags: frozenset[str] | set[str]) -> list[str]:
     """The OpenBLAS core types a CPU with ``flags`` can run (:data:`OPENBLAS_KERNELS`), widest first."""
     return [name for name, needs in OPENBLAS_KERNELS.items() if needs <= set(flags)]
